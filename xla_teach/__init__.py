@@ -1,0 +1,28 @@
+"""xla_teach: an educational, fully instrumented re-implementation of the XLA compiler.
+
+The stable public surface (other tools depend on these names):
+
+* :func:`parse_hlo` -- HLO text (as XLA dumps it) to an :class:`HloModule`;
+* :meth:`HloModule.to_text` (also ``str(module)``) -- back to XLA's text format;
+* :class:`XlaBuilder` -- build HLO one op at a time, with shape inference;
+* :func:`execute` -- run a module on a backend (``"interpreter"`` is the reference).
+"""
+
+from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.hlo.parser import HloParseError, parse_hlo, parse_shape
+from xla_teach.hlo.shape import Layout, Shape
+from xla_teach.hlo.types import PrimitiveType
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "HloComputation",
+    "HloInstruction",
+    "HloModule",
+    "HloParseError",
+    "Layout",
+    "PrimitiveType",
+    "Shape",
+    "parse_hlo",
+    "parse_shape",
+]

@@ -1,0 +1,260 @@
+"""The opcode table: one row per HLO opcode, spelled exactly as XLA's text format.
+
+Like XLA's ``HLO_OPCODE_LIST``, this table is the single source of truth that the
+parser, printer, verifier, builder and evaluator read: how many operands an
+opcode takes, which attributes it carries (in the order the printer writes
+them), and what kind of operation it is.
+
+    "broadcast": OpInfo(DATA_MOVEMENT, arity=1, attrs=(Attr("dimensions", INT_LIST),))
+
+Attributes whose ``default`` is not :data:`REQUIRED` are optional and are only
+printed when their value differs from the default, as XLA does.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+
+class OpKind(enum.Enum):
+    LEAF = "leaf"  # parameter, constant, iota, replica-id ...
+    UNARY = "elementwise-unary"
+    BINARY = "elementwise-binary"
+    ELEMENTWISE = "elementwise-other"  # compare, select, clamp, convert ...
+    DATA_MOVEMENT = "data-movement"  # broadcast, reshape, slice ...
+    REDUCTION = "reduction"  # reduce, reduce-window, select-and-scatter
+    CONTRACTION = "contraction"  # dot, convolution
+    INDEXING = "indexing"  # gather, scatter
+    SORT = "sort"
+    TUPLE = "tuple"  # tuple, get-tuple-element
+    CONTROL = "control"  # call, while, conditional, map, fusion
+    SPECIAL = "special"  # custom-call, rng, collectives, barrier
+
+
+class AttrKind(enum.Enum):
+    """How an attribute value is written in HLO text (and its Python type)."""
+
+    INT = "int"  # index=1                      -> int
+    INT_LIST = "int-list"  # dimensions={1,0}       -> tuple[int, ...]
+    BOOL = "bool"  # is_stable=true                 -> bool
+    WORD = "word"  # direction=LT, kind=kLoop       -> str
+    WORD_LIST = "word-list"  # operand_precision={default,default} -> tuple[str, ...]
+    STRING = "string"  # custom_call_target="foo"   -> str
+    COMPUTATION = "computation"  # to_apply=%add    -> HloComputation
+    COMPUTATION_LIST = "computation-list"  # branch_computations={%a, %b}
+    WINDOW = "window"  # window={size=2x2 ...}      -> Window
+    SLICE = "slice"  # slice={[0:2], [1:3]}         -> tuple[SliceDim, ...]
+    PADDING = "padding"  # padding=0_1x2_2_1        -> tuple[PaddingDim, ...]
+    DIM_LABELS = "dim-labels"  # b01f_01io->b01f    -> ConvDimensionNumbers
+    RAW = "raw"  # kept verbatim (replica_groups=...) -> str
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+
+@dataclass(frozen=True)
+class Attr:
+    name: str
+    kind: AttrKind
+    default: Any = REQUIRED
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """What the rest of the compiler needs to know about one opcode."""
+
+    kind: OpKind
+    arity: int | None  # None: variadic
+    attrs: tuple[Attr, ...] = ()
+    side_effect: bool = False
+    # Roughly "costs more than a few cycles per element": never duplicated by fusion.
+    expensive: bool = False
+
+    def attr(self, name: str) -> Attr | None:
+        for a in self.attrs:
+            if a.name == name:
+                return a
+        return None
+
+
+K = AttrKind
+_DIMS = Attr("dimensions", K.INT_LIST)
+_TO_APPLY = Attr("to_apply", K.COMPUTATION)
+_PRECISION = Attr("operand_precision", K.WORD_LIST, ())
+
+
+def _unary(expensive: bool = False) -> OpInfo:
+    return OpInfo(OpKind.UNARY, 1, expensive=expensive)
+
+
+def _binary(expensive: bool = False) -> OpInfo:
+    return OpInfo(OpKind.BINARY, 2, expensive=expensive)
+
+
+OPCODES: dict[str, OpInfo] = {
+    "abs": _unary(),
+    "add": _binary(),
+    "after-all": OpInfo(OpKind.SPECIAL, None),
+    "all-gather": OpInfo(OpKind.SPECIAL, None, (
+        Attr("channel_id", K.INT, None), Attr("replica_groups", K.RAW, "{}"), _DIMS,
+        Attr("use_global_device_ids", K.BOOL, False))),
+    "all-reduce": OpInfo(OpKind.SPECIAL, None, (
+        Attr("channel_id", K.INT, None), Attr("replica_groups", K.RAW, "{}"),
+        Attr("use_global_device_ids", K.BOOL, False), _TO_APPLY)),
+    "and": _binary(),
+    "atan2": _binary(expensive=True),
+    "bitcast": OpInfo(OpKind.DATA_MOVEMENT, 1),
+    "bitcast-convert": OpInfo(OpKind.ELEMENTWISE, 1),
+    "broadcast": OpInfo(OpKind.DATA_MOVEMENT, 1, (_DIMS,)),
+    "call": OpInfo(OpKind.CONTROL, None, (_TO_APPLY,), expensive=True),
+    "cbrt": _unary(expensive=True),
+    "ceil": _unary(),
+    "clamp": OpInfo(OpKind.ELEMENTWISE, 3),
+    "collective-permute": OpInfo(OpKind.SPECIAL, 1, (
+        Attr("channel_id", K.INT, None), Attr("source_target_pairs", K.RAW))),
+    "compare": OpInfo(OpKind.ELEMENTWISE, 2, (
+        Attr("direction", K.WORD), Attr("type", K.WORD, None))),
+    "concatenate": OpInfo(OpKind.DATA_MOVEMENT, None, (_DIMS,)),
+    "conditional": OpInfo(OpKind.CONTROL, None, (
+        Attr("true_computation", K.COMPUTATION, None), Attr("false_computation", K.COMPUTATION, None),
+        Attr("branch_computations", K.COMPUTATION_LIST, None)), expensive=True),
+    "constant": OpInfo(OpKind.LEAF, 0),
+    "convert": OpInfo(OpKind.ELEMENTWISE, 1),
+    "convolution": OpInfo(OpKind.CONTRACTION, 2, (
+        Attr("window", K.WINDOW), Attr("dim_labels", K.DIM_LABELS),
+        Attr("feature_group_count", K.INT, 1), Attr("batch_group_count", K.INT, 1), _PRECISION),
+        expensive=True),
+    "copy": OpInfo(OpKind.DATA_MOVEMENT, 1),
+    "cosine": _unary(expensive=True),
+    "count-leading-zeros": _unary(),
+    "custom-call": OpInfo(OpKind.SPECIAL, None, (
+        Attr("window", K.WINDOW, None), Attr("dim_labels", K.DIM_LABELS, None),
+        Attr("feature_group_count", K.INT, 1), Attr("batch_group_count", K.INT, 1),
+        Attr("custom_call_target", K.STRING),
+        Attr("operand_layout_constraints", K.RAW, None),
+        Attr("custom_call_has_side_effect", K.BOOL, False),
+        Attr("output_to_operand_aliasing", K.RAW, None),
+        Attr("schedule", K.WORD, None),
+        Attr("api_version", K.WORD, "API_VERSION_ORIGINAL"),
+        Attr("called_computations", K.COMPUTATION_LIST, ())), expensive=True),
+    "divide": _binary(expensive=True),
+    "dot": OpInfo(OpKind.CONTRACTION, 2, (
+        Attr("lhs_batch_dims", K.INT_LIST, ()), Attr("lhs_contracting_dims", K.INT_LIST, ()),
+        Attr("rhs_batch_dims", K.INT_LIST, ()), Attr("rhs_contracting_dims", K.INT_LIST, ()),
+        _PRECISION, Attr("algorithm", K.RAW, None)), expensive=True),
+    "dynamic-slice": OpInfo(OpKind.DATA_MOVEMENT, None, (Attr("dynamic_slice_sizes", K.INT_LIST),)),
+    "dynamic-update-slice": OpInfo(OpKind.DATA_MOVEMENT, None),
+    "erf": _unary(expensive=True),
+    "exponential": _unary(expensive=True),
+    "exponential-minus-one": _unary(expensive=True),
+    "floor": _unary(),
+    "fusion": OpInfo(OpKind.CONTROL, None, (
+        Attr("kind", K.WORD), Attr("calls", K.COMPUTATION)), expensive=True),
+    "gather": OpInfo(OpKind.INDEXING, 2, (
+        Attr("offset_dims", K.INT_LIST), Attr("collapsed_slice_dims", K.INT_LIST),
+        Attr("start_index_map", K.INT_LIST), Attr("operand_batching_dims", K.INT_LIST, ()),
+        Attr("start_indices_batching_dims", K.INT_LIST, ()), Attr("index_vector_dim", K.INT),
+        Attr("slice_sizes", K.INT_LIST), Attr("indices_are_sorted", K.BOOL, False)),
+        expensive=True),
+    "get-tuple-element": OpInfo(OpKind.TUPLE, 1, (Attr("index", K.INT),)),
+    "iota": OpInfo(OpKind.LEAF, 0, (Attr("iota_dimension", K.INT),)),
+    "is-finite": _unary(),
+    "log": _unary(expensive=True),
+    "log-plus-one": _unary(expensive=True),
+    "logistic": _unary(expensive=True),
+    "map": OpInfo(OpKind.CONTROL, None, (_DIMS, _TO_APPLY), expensive=True),
+    "maximum": _binary(),
+    "minimum": _binary(),
+    "multiply": _binary(),
+    "negate": _unary(),
+    "not": _unary(),
+    "opt-barrier": OpInfo(OpKind.SPECIAL, 1),
+    "or": _binary(),
+    "pad": OpInfo(OpKind.DATA_MOVEMENT, 2, (Attr("padding", K.PADDING),)),
+    "parameter": OpInfo(OpKind.LEAF, 0, (Attr("parameter_replication", K.RAW, None),), expensive=True),
+    "partition-id": OpInfo(OpKind.LEAF, 0),
+    "popcnt": _unary(),
+    "power": _binary(expensive=True),
+    "reduce": OpInfo(OpKind.REDUCTION, None, (_DIMS, _TO_APPLY), expensive=True),
+    "reduce-precision": OpInfo(OpKind.ELEMENTWISE, 1, (
+        Attr("exponent_bits", K.INT), Attr("mantissa_bits", K.INT))),
+    "reduce-window": OpInfo(OpKind.REDUCTION, None, (Attr("window", K.WINDOW), _TO_APPLY), expensive=True),
+    "remainder": _binary(expensive=True),
+    "replica-id": OpInfo(OpKind.LEAF, 0),
+    "reshape": OpInfo(OpKind.DATA_MOVEMENT, 1, (Attr("inferred_dimension", K.INT, None),)),
+    "reverse": OpInfo(OpKind.DATA_MOVEMENT, 1, (_DIMS,)),
+    "rng": OpInfo(OpKind.SPECIAL, 2, (Attr("distribution", K.WORD),), side_effect=True, expensive=True),
+    "rng-bit-generator": OpInfo(OpKind.SPECIAL, 1, (Attr("algorithm", K.WORD, "rng_default"),),
+                                expensive=True),
+    "round-nearest-afz": _unary(),
+    "round-nearest-even": _unary(),
+    "rsqrt": _unary(expensive=True),
+    "scatter": OpInfo(OpKind.INDEXING, None, (
+        Attr("update_window_dims", K.INT_LIST), Attr("inserted_window_dims", K.INT_LIST),
+        Attr("scatter_dims_to_operand_dims", K.INT_LIST), Attr("input_batching_dims", K.INT_LIST, ()),
+        Attr("scatter_indices_batching_dims", K.INT_LIST, ()), Attr("index_vector_dim", K.INT),
+        Attr("indices_are_sorted", K.BOOL, False), Attr("unique_indices", K.BOOL, False), _TO_APPLY),
+        expensive=True),
+    "select": OpInfo(OpKind.ELEMENTWISE, 3),
+    "select-and-scatter": OpInfo(OpKind.REDUCTION, 3, (
+        Attr("window", K.WINDOW), Attr("select", K.COMPUTATION), Attr("scatter", K.COMPUTATION)),
+        expensive=True),
+    "shift-left": _binary(),
+    "shift-right-arithmetic": _binary(),
+    "shift-right-logical": _binary(),
+    "sign": _unary(),
+    "sine": _unary(expensive=True),
+    "slice": OpInfo(OpKind.DATA_MOVEMENT, 1, (Attr("slice", K.SLICE),)),
+    "sort": OpInfo(OpKind.SORT, None, (_DIMS, Attr("is_stable", K.BOOL, False), _TO_APPLY), expensive=True),
+    "sqrt": _unary(expensive=True),
+    "subtract": _binary(),
+    "tan": _unary(expensive=True),
+    "tanh": _unary(expensive=True),
+    "topk": OpInfo(OpKind.SORT, 1, (Attr("k", K.INT), Attr("largest", K.BOOL, True)), expensive=True),
+    "transpose": OpInfo(OpKind.DATA_MOVEMENT, 1, (_DIMS,)),
+    "tuple": OpInfo(OpKind.TUPLE, None),
+    "while": OpInfo(OpKind.CONTROL, 1, (
+        Attr("condition", K.COMPUTATION), Attr("body", K.COMPUTATION)), expensive=True),
+    "xor": _binary(),
+}
+
+# Opcodes that are elementwise maps over their operands' elements (same index in, same out).
+ELEMENTWISE_KINDS = frozenset({OpKind.UNARY, OpKind.BINARY, OpKind.ELEMENTWISE})
+COMPARISON_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
+COMPARISON_TYPES = ("FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED")
+FUSION_KINDS = ("kLoop", "kInput", "kOutput", "kCustom")
+
+
+def op_info(opcode: str) -> OpInfo:
+    """Row of the table; a clear error for an opcode xla_teach does not know."""
+    try:
+        return OPCODES[opcode]
+    except KeyError:
+        import difflib
+
+        close = difflib.get_close_matches(opcode, OPCODES, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise ValueError(f"unknown HLO opcode '{opcode}'{hint}") from None
+
+
+def is_elementwise(opcode: str) -> bool:
+    """True for ops computing out[i] from operands[i] only (includes compare/select/convert).
+
+    ``bitcast-convert`` is only elementwise between types of equal width; callers that care
+    check shapes. ``copy`` counts as elementwise (it copies element i to element i).
+    """
+    if opcode == "copy":
+        return True
+    info = OPCODES.get(opcode)
+    return info is not None and info.kind in ELEMENTWISE_KINDS
