@@ -1,0 +1,202 @@
+"""The rules that decide whether a producer is fused into a consumer.
+
+:func:`fusion_decision` returns ``None`` to fuse, or the reason not to -- the
+reason appears in the pass's notes so a student can see why a candidate was
+rejected. The rules mirror XLA's ``InstructionFusion`` / ``CpuInstructionFusion``:
+
+* the consumer must be able to host a fusion (elementwise or data-movement ops,
+  a reduction, or an existing fusion);
+* the producer must be computable per output element (elementwise, broadcast,
+  reshape, transpose, slice, pad, concatenate, reverse, iota, scalar constants,
+  loop fusions) -- or a ``dot`` whose only user is an elementwise epilogue
+  (output fusion);
+* expensive producers (exp, divide, dot, ...) are never duplicated; cheap ones
+  may be, when other users keep the original alive;
+* fusing must not create a cycle (a path producer -> X -> consumer through an
+  unfused X);
+* fusions stay under a size limit (instructions and operands).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xla_teach.hlo.ir import HloInstruction
+from xla_teach.hlo.opcodes import is_elementwise
+
+# Ops a loop fusion can compute element by element from its operands.
+_LOOP_FUSIBLE = {
+    "broadcast", "reshape", "transpose", "slice", "pad", "concatenate", "reverse", "iota",
+    "bitcast", "dynamic-slice", "gather",
+}
+_CONSUMER_HOSTS = _LOOP_FUSIBLE | {"reduce", "fusion"}
+
+
+@dataclass
+class FusionConfig:
+    """Knobs that differ between backends."""
+
+    may_duplicate: bool = True
+    max_instructions: int = 64
+    max_operands: int = 32
+    output_fusion: bool = True  # dot + elementwise epilogue -> kOutput
+    max_fused_constant_elements: int = 1  # only scalar constants are fused
+
+
+def _is_loop_fusible(instr: HloInstruction) -> bool:
+    if is_elementwise(instr.opcode) or instr.opcode in _LOOP_FUSIBLE:
+        return not instr.shape.is_tuple and instr.opcode not in ("rng",)
+    return False
+
+
+def _fusion_hero(fusion: HloInstruction) -> HloInstruction:
+    """The instruction that shapes a fusion's loop: its root (or root's first tuple element)."""
+    root = fusion.fused_computation.root
+    if root.opcode == "tuple":
+        root = root.operand(0)
+    return root
+
+
+def _fused_dot(fusion: HloInstruction) -> HloInstruction | None:
+    for instr in fusion.fused_computation.instructions:
+        if instr.opcode == "dot":
+            return instr
+    return None
+
+
+def consumer_can_host(consumer: HloInstruction) -> str | None:
+    if consumer.opcode == "fusion":
+        if consumer.fused_computation.root.opcode == "tuple":
+            return "multi-output fusions take no more producers"
+        if consumer.fusion_kind not in ("kLoop", "kInput", "kOutput"):
+            return f"{consumer.fusion_kind} fusions are backend-defined"
+        return None
+    if consumer.opcode == "reduce":
+        return None
+    if _is_loop_fusible(consumer):
+        return None
+    return f"{consumer.opcode} cannot host a fusion"
+
+
+def _reads_elementwise(consumer: HloInstruction, producer: HloInstruction) -> bool:
+    """True if ``consumer`` reads ``producer`` only at its own output index."""
+    if consumer.opcode != "fusion":
+        return is_elementwise(consumer.opcode) and consumer.shape.dimensions == producer.shape.dimensions
+    for i, op in enumerate(consumer.operands):
+        if op is not producer:
+            continue
+        param = consumer.fused_computation.parameter(i)
+        for user in param.users:
+            if not is_elementwise(user.opcode) or user.shape.dimensions != producer.shape.dimensions:
+                return False
+    return True
+
+
+def _producer_problem(producer: HloInstruction, consumer: HloInstruction, config: FusionConfig) -> str | None:
+    op = producer.opcode
+    if op == "parameter":
+        return "parameters are inputs, not computations"
+    if op == "constant":
+        if producer.shape.element_count() > config.max_fused_constant_elements:
+            return "only scalar constants are fused (large literals stay in memory)"
+        return None
+    if op == "dot":
+        if not config.output_fusion:
+            return "dot is not fused on this backend"
+        if len(producer.users) != 1:
+            return "a dot is fused only into its single user (output fusion)"
+        if consumer.opcode == "fusion" and consumer.fusion_kind != "kLoop":
+            return f"a dot is fused only into an elementwise epilogue, not a {consumer.fusion_kind} fusion"
+        if consumer.opcode != "fusion" and not is_elementwise(consumer.opcode):
+            return "a dot is fused only into an elementwise epilogue"
+        if not _reads_elementwise(consumer, producer):
+            return "the epilogue reads the dot at other indices (broadcast/transpose)"
+        return None
+    if op == "fusion":
+        if producer.fusion_kind != "kLoop" or producer.shape.is_tuple:
+            return f"only single-output kLoop fusions merge into consumers ({producer.fusion_kind})"
+        return None
+    if op == "reduce":
+        return "a reduction is not recomputed per output element of its consumer"
+    if not _is_loop_fusible(producer):
+        return f"{op} is not fusible (it needs its own kernel)"
+    return None
+
+
+def _kind_problem(producer: HloInstruction, consumer: HloInstruction) -> str | None:
+    """Restrictions that come from the consumer's fusion kind."""
+    if consumer.opcode == "fusion" and consumer.fusion_kind == "kOutput":
+        dot = _fused_dot(consumer)
+        for i, op in enumerate(consumer.operands):
+            if op is producer and dot is not None and consumer.fused_computation.parameter(i) in dot.operands:
+                return "dot operands stay in memory (the dot emitter/BLAS reads them)"
+    if consumer.opcode == "reduce" or (consumer.opcode == "fusion" and consumer.fusion_kind == "kInput"):
+        if producer.opcode == "dot":
+            return "a dot is not fused into a reduction"
+    return None
+
+
+def _would_duplicate(producer: HloInstruction, consumer: HloInstruction, config: FusionConfig) -> str | None:
+    others = [u for u in producer.users if u is not consumer]
+    if not others:
+        return None
+    if not config.may_duplicate:
+        return "producer has other users and duplication is off"
+    if producer.info.expensive or producer.opcode in ("fusion", "dot", "gather"):
+        return f"{producer.opcode} is expensive and has other users (never duplicated)"
+    return None
+
+
+def _creates_cycle(producer: HloInstruction, consumer: HloInstruction) -> bool:
+    """Is there a path producer -> ... -> consumer other than the direct edge?"""
+    stack = [op for op in consumer.operands if op is not producer]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if node is producer:
+            return True
+        if node.unique_id in seen:
+            continue
+        seen.add(node.unique_id)
+        stack.extend(node.operands)
+    return False
+
+
+def _size_problem(producer: HloInstruction, consumer: HloInstruction, config: FusionConfig) -> str | None:
+    size = 1 if consumer.opcode != "fusion" else len(consumer.fused_computation.instructions)
+    size += 1 if producer.opcode != "fusion" else len(producer.fused_computation.instructions)
+    if size > config.max_instructions:
+        return f"the fusion would hold {size} instructions (limit {config.max_instructions})"
+    operands = {id(o) for o in consumer.operands if o is not producer} | {id(o) for o in producer.operands}
+    if len(operands) > config.max_operands:
+        return f"the fusion would read {len(operands)} operands (limit {config.max_operands})"
+    return None
+
+
+def fusion_decision(producer: HloInstruction, consumer: HloInstruction, config: FusionConfig) -> str | None:
+    """``None`` to fuse ``producer`` into ``consumer``, else the reason not to."""
+    checks = (
+        consumer_can_host(consumer),
+        _producer_problem(producer, consumer, config),
+        _kind_problem(producer, consumer),
+        _would_duplicate(producer, consumer, config),
+        _size_problem(producer, consumer, config),
+    )
+    for problem in checks:
+        if problem is not None:
+            return problem
+    if _creates_cycle(producer, consumer):
+        return "fusing would create a cycle (another path leads from the producer to the consumer)"
+    return None
+
+
+def choose_kind(producer: HloInstruction, consumer: HloInstruction) -> str:
+    if consumer.opcode == "fusion":
+        if producer.opcode == "dot":
+            return "kOutput"
+        return consumer.fusion_kind
+    if consumer.opcode == "reduce":
+        return "kInput"
+    if producer.opcode == "dot":
+        return "kOutput"
+    return "kLoop"

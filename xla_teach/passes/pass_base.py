@@ -1,0 +1,253 @@
+"""Passes and pass pipelines, with a recorder that keeps every stage.
+
+A pass rewrites a module in place and says whether it changed anything::
+
+    class DeadCodeElimination(HloPass):
+        name = "dce"
+        def run(self, module: HloModule) -> bool: ...
+
+An :class:`HloPassPipeline` runs passes in order (pipelines nest, since a
+pipeline is itself a pass) and guards itself the way XLA's does:
+
+* the verifier runs before the first pass and after every pass that changed the
+  module, so a broken pass is caught at the pass that broke it;
+* the module text is taken before and after every pass, so a pass that changes
+  the module but reports ``False`` (or the reverse) is caught too;
+* every pass run is recorded (:class:`PassRecord`) with both texts, instruction
+  and fusion counts, wall time and the pass's own notes ("why" explanations).
+
+:class:`HloPassFix` reruns its passes until none of them changes anything.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from xla_teach.hlo.ir import HloModule
+
+
+class HloPass:
+    """Base class of every pass. Subclasses set ``name`` and implement :meth:`run`."""
+
+    name: str = "unnamed-pass"
+    # False for passes a backend needs even at optimization level 0 (legalization).
+    is_optimization: bool = True
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    def run(self, module: HloModule) -> bool:
+        """Rewrite ``module`` in place; return True if anything changed."""
+        raise NotImplementedError(f"pass {self.name} does not implement run()")
+
+    def note(self, message: str) -> None:
+        """Record a decision ("fused x into y", "not fusing z: expensive") for the stage record."""
+        self.notes.append(message)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+@dataclass
+class PassRecord:
+    """What one pass run did."""
+
+    index: int  # position among all pass runs of this compilation
+    pipeline: str  # innermost pipeline that ran the pass
+    pass_name: str
+    changed: bool
+    before: str  # module text before the pass
+    after: str  # module text after the pass
+    instructions_before: int
+    instructions_after: int
+    fusions_before: int
+    fusions_after: int
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+    skipped: str = ""  # why the pass did not run ("disabled", "opt level 0"), "" if it ran
+
+    def summary(self) -> str:
+        mark = "*" if self.changed else " "
+        why = f"  ({self.skipped})" if self.skipped else ""
+        return (
+            f"{self.index:4d} {mark} {self.pipeline}/{self.pass_name:<32s} "
+            f"instrs {self.instructions_before:4d} -> {self.instructions_after:<4d} "
+            f"fusions {self.fusions_before:3d} -> {self.fusions_after:<3d} {self.seconds * 1e3:8.2f} ms{why}"
+        )
+
+
+@dataclass
+class PassOptions:
+    """How a pipeline run behaves (filled from flags by the compiler driver)."""
+
+    disabled_passes: frozenset[str] = frozenset()  # --xla_disable_hlo_passes
+    disable_all: bool = False  # --xla_disable_all_hlo_passes
+    opt_level: int = 2  # 0: only passes with is_optimization=False run
+    verify: bool = True  # run the verifier after every pass that changed the module
+    record: bool = True  # keep PassRecords (module text before/after each pass)
+    # Called after every pass run with its record (dump writers listen here).
+    listeners: list[Callable[[PassRecord], None]] = field(default_factory=list)
+
+
+class PassRecorder:
+    """Collects the :class:`PassRecord` of every pass run of one compilation."""
+
+    def __init__(self) -> None:
+        self.records: list[PassRecord] = []
+
+    def changed_records(self) -> list[PassRecord]:
+        return [r for r in self.records if r.changed]
+
+    def table(self) -> str:
+        """One line per pass run; ``*`` marks the ones that changed the module."""
+        return "\n".join(r.summary() for r in self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+class PassMisreportedChange(RuntimeError):
+    """A pass changed the module while returning False (or returned True without a change)."""
+
+
+def count_fusions(module: HloModule) -> int:
+    return sum(1 for i in module.instructions() if i.opcode == "fusion")
+
+
+class HloPassPipeline(HloPass):
+    """Runs passes in order; itself a pass, so pipelines nest."""
+
+    is_optimization = False  # a pipeline's own passes decide
+
+    def __init__(self, name: str, passes: Iterable[HloPass] = ()) -> None:
+        super().__init__()
+        self.name = name
+        self.passes: list[HloPass] = list(passes)
+
+    # ---- editing (students insert their own passes anywhere) -------------------------
+    def add_pass(self, p: HloPass) -> HloPass:
+        self.passes.append(p)
+        return p
+
+    def _index(self, name: str) -> int:
+        for i, p in enumerate(self.passes):
+            if p.name == name:
+                return i
+        raise KeyError(f"pipeline {self.name} has no pass named '{name}' (has: {self.pass_names()})")
+
+    def insert_before(self, name: str, p: HloPass) -> HloPass:
+        self.passes.insert(self._index(name), p)
+        return p
+
+    def insert_after(self, name: str, p: HloPass) -> HloPass:
+        self.passes.insert(self._index(name) + 1, p)
+        return p
+
+    def remove_pass(self, name: str) -> HloPass:
+        return self.passes.pop(self._index(name))
+
+    def pass_names(self) -> list[str]:
+        return [p.name for p in self.passes]
+
+    def find(self, name: str) -> HloPass | None:
+        """The first pass (or sub-pipeline) called ``name``, searching nested pipelines."""
+        for p in self.passes:
+            if p.name == name:
+                return p
+            if isinstance(p, HloPassPipeline):
+                found = p.find(name)
+                if found is not None:
+                    return found
+        return None
+
+    def describe(self, indent: int = 0) -> str:
+        """The pipeline as an indented tree of pass names."""
+        lines = [" " * indent + self.name + (" (fixed point)" if isinstance(self, HloPassFix) else "")]
+        for p in self.passes:
+            if isinstance(p, HloPassPipeline):
+                lines.append(p.describe(indent + 2))
+            else:
+                lines.append(" " * (indent + 2) + p.name)
+        return "\n".join(lines)
+
+    # ---- running --------------------------------------------------------------------
+    def run(self, module: HloModule, options: PassOptions | None = None,
+            recorder: PassRecorder | None = None) -> bool:
+        options = options or PassOptions()
+        if options.disable_all:
+            return False
+        if options.verify:
+            _verify(module, f"before pipeline {self.name}")
+        return self._run_passes(module, options, recorder)
+
+    def _run_passes(self, module: HloModule, options: PassOptions, recorder: PassRecorder | None) -> bool:
+        changed = False
+        for p in self.passes:
+            if isinstance(p, HloPassPipeline):
+                changed |= p._run_passes(module, options, recorder)
+            else:
+                changed |= self._run_one(p, module, options, recorder)
+        return changed
+
+    def _run_one(self, p: HloPass, module: HloModule, options: PassOptions,
+                 recorder: PassRecorder | None) -> bool:
+        skipped = ""
+        if p.name in options.disabled_passes:
+            skipped = "disabled by --xla_disable_hlo_passes"
+        elif options.opt_level == 0 and p.is_optimization:
+            skipped = "optimization level 0"
+        keep_text = options.record or bool(options.listeners)
+        before = module.to_text()  # also needed to check the pass's "changed" claim
+        instrs_before, fusions_before = module.instruction_count(), count_fusions(module)
+        p.notes = []
+        start = time.perf_counter()
+        changed = False if skipped else bool(p.run(module))
+        seconds = time.perf_counter() - start
+        after = module.to_text() if not skipped else before
+        if changed != (after != before):
+            claim = "a change" if changed else "no change"
+            raise PassMisreportedChange(
+                f"pass '{p.name}' reported {claim}, but the module text "
+                f"{'is identical' if changed else 'differs'} after it")
+        if changed and options.verify:
+            _verify(module, f"after pass {p.name}")
+        record = PassRecord(
+            index=len(recorder.records) if recorder else 0, pipeline=self.name, pass_name=p.name,
+            changed=changed, before=before if keep_text else "", after=after if keep_text else "",
+            instructions_before=instrs_before, instructions_after=module.instruction_count(),
+            fusions_before=fusions_before, fusions_after=count_fusions(module), seconds=seconds,
+            notes=list(p.notes), skipped=skipped,
+        )
+        if recorder is not None and options.record:
+            recorder.records.append(record)
+        for listener in options.listeners:
+            listener(record)
+        return changed
+
+
+class HloPassFix(HloPassPipeline):
+    """Reruns its passes until an iteration changes nothing (at most ``max_iterations``)."""
+
+    def __init__(self, name: str, passes: Iterable[HloPass] = (), max_iterations: int = 25) -> None:
+        super().__init__(name, passes)
+        self.max_iterations = max_iterations
+
+    def _run_passes(self, module: HloModule, options: PassOptions, recorder: PassRecorder | None) -> bool:
+        changed_any = False
+        for _ in range(self.max_iterations):
+            if not super()._run_passes(module, options, recorder):
+                break
+            changed_any = True
+        return changed_any
+
+
+def _verify(module: HloModule, when: str) -> None:
+    from xla_teach.hlo.errors import VerificationError
+    from xla_teach.hlo.verifier import verify_module
+
+    try:
+        verify_module(module)
+    except VerificationError as err:
+        raise VerificationError(f"HLO verification failed {when}:\n{err}") from None
