@@ -1,0 +1,90 @@
+"""The compile driver every door goes through: ``jit``, ``execute``, the CLI tools.
+
+:func:`compile_module` reads the flags, writes the dumps they ask for, runs the
+backend's HLO passes (recording every stage) and its code generation, and
+returns an executable. :func:`execute` compiles and runs in one call.
+
+The debug ladder (``--xla_teach_debug=N`` or ``XLA_TEACH_DEBUG=N``) prints what
+happened: 1 the passes that ran, 2 with timings, 3 the HLO after each pass that
+changed it, 4 the LLVM IR / PTX, 5 the assembly.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from xla_teach import flags
+from xla_teach.backends.options import CompileOptions
+from xla_teach.backends.registry import DEFAULT_BACKEND, compiler_for
+from xla_teach.hlo.ir import HloModule
+
+
+def _debug_level(values: dict[str, Any]) -> int:
+    env = os.environ.get("XLA_TEACH_DEBUG", "")
+    return max(int(values["xla_teach_debug"]), int(env) if env.isdigit() else 0)
+
+
+def compile_module(module: HloModule | str, backend: str = DEFAULT_BACKEND,
+                   options: CompileOptions | None = None) -> Any:
+    """Compile ``module`` (an HloModule or HLO text) for ``backend``."""
+    if isinstance(module, str):
+        from xla_teach.hlo.parser import parse_hlo
+
+        module = parse_hlo(module)
+    values = flags.current()
+    options = options or CompileOptions.from_flags(values)
+    compiler = compiler_for(backend, options)
+    dumper = None
+    if values["xla_dump_to"]:
+        from xla_teach.tools.dump import ModuleDumper
+
+        dumper = ModuleDumper.create(module, values, backend)
+    if dumper is not None:
+        dumper.before_optimizations(module)
+        options.pass_options.listeners.append(dumper.on_pass)
+    optimized = compiler.run_hlo_passes(module)
+    executable = compiler.run_backend(optimized)
+    executable.recorder = compiler.recorder
+    executable.compile_timings = dict(compiler.timings)
+    if dumper is not None:
+        dumper.after_compilation(executable)
+        options.pass_options.listeners.remove(dumper.on_pass)
+        executable.dumper = dumper
+    _debug_print(_debug_level(values), executable)
+    return executable
+
+
+def execute(module: HloModule | str, args: Sequence[Any], backend: str = "interpreter") -> list[np.ndarray]:
+    """Run ``module`` on ``args`` (arrays in ENTRY parameter order); returns the ENTRY
+    result's leaves. Wrong argument count, shapes or dtypes raise ``ValueError``."""
+    executable = compile_module(module, backend)
+    outputs = executable.execute(list(args))
+    dumper = getattr(executable, "dumper", None)
+    if dumper is not None and flags.get("xla_dump_hlo_snapshots"):
+        dumper.snapshot(list(args), outputs)
+    return outputs
+
+
+def _debug_print(level: int, executable: Any) -> None:
+    if level <= 0:
+        return
+    out = sys.stderr
+    recorder = getattr(executable, "recorder", None)
+    if recorder is not None:
+        for record in recorder.records:
+            line = f"[xla_teach] {record.pipeline}/{record.pass_name}: {'changed' if record.changed else 'no change'}"
+            if level >= 2:
+                line += f" ({record.seconds * 1e3:.2f} ms)"
+            print(line, file=out)
+            if level >= 3 and record.changed:
+                print(record.after, file=out)
+    artifacts = executable.artifacts
+    if level >= 4:
+        print(artifacts.llvm_ir or artifacts.ptx, file=out)
+    if level >= 5:
+        print(artifacts.assembly, file=out)

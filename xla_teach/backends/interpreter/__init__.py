@@ -1,0 +1,64 @@
+"""The ``"interpreter"`` backend: the reference evaluator behind the common Executable API.
+
+Like XLA's Interpreter platform it is the oracle: no HLO passes change the module
+(its semantics are the definition of "right"), every op runs with NumPy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from xla_teach.backends.options import CompileOptions
+from xla_teach.hlo.evaluator import HloEvaluator
+from xla_teach.hlo.evaluator.arguments import check_arguments
+from xla_teach.hlo.ir import HloModule
+from xla_teach.hlo.verifier import verify_module
+from xla_teach.passes.pass_base import PassRecorder
+from xla_teach.runtime.executable import CompiledArtifacts
+from xla_teach.runtime.thunks import Profiler
+
+
+class InterpreterExecutable:
+    backend = "interpreter"
+
+    def __init__(self, module: HloModule) -> None:
+        self.module = module
+        self.artifacts = CompiledArtifacts(optimized_module=module)
+        self.keep_alive = None
+
+    def execute(self, args: Sequence[np.ndarray], profiler: Profiler | None = None) -> list[np.ndarray]:
+        import time
+
+        values = check_arguments(self.module.entry, args)
+        start = time.perf_counter()
+        result = HloEvaluator().evaluate_computation(self.module.entry, values)
+        if profiler is not None:
+            profiler.record(self.module.entry.name, "interpreter", start, time.perf_counter(), 0)
+        return _flatten(result)
+
+
+def _flatten(value: object) -> list[np.ndarray]:
+    if isinstance(value, tuple):
+        return [leaf for element in value for leaf in _flatten(element)]
+    return [value]  # type: ignore[list-item]
+
+
+class InterpreterCompiler:
+    platform = "interpreter"
+
+    def __init__(self, options: CompileOptions | None = None) -> None:
+        self.options = options or CompileOptions()
+        self.recorder = PassRecorder()
+        self.timings: dict[str, float] = {}
+
+    def run_hlo_passes(self, module: HloModule) -> HloModule:
+        verify_module(module)
+        return module.clone()
+
+    def run_backend(self, optimized: HloModule) -> InterpreterExecutable:
+        return InterpreterExecutable(optimized)
+
+    def compile(self, module: HloModule) -> InterpreterExecutable:
+        return self.run_backend(self.run_hlo_passes(module))

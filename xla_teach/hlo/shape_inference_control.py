@@ -1,0 +1,295 @@
+"""Shape inference for tuples, calls and control flow, collectives, random numbers
+and the ops whose shape is declared rather than inferred.
+
+Called computations decide these shapes: ``call``/``fusion`` give their callee's
+root shape, ``while`` gives its init shape (and checks that body and condition
+fit it), ``conditional`` gives the (common) root shape of its branches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from xla_teach.hlo.errors import shape_text, shapes_text
+from xla_teach.hlo.ir import HloComputation
+from xla_teach.hlo.opcodes import FUSION_KINDS
+from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.shape_inference_context import (
+    OpContext,
+    check_arguments,
+    check_predicate_computation,
+    check_reducer,
+    root_shape,
+    signature_text,
+)
+from xla_teach.hlo.types import PrimitiveType
+
+Rule = Callable[[OpContext], Shape]
+
+
+# ---------------------------------------------------------------------------------------
+# Tuples
+# ---------------------------------------------------------------------------------------
+def infer_tuple(ctx: OpContext) -> Shape:
+    return Shape.make_tuple(list(ctx.operands))
+
+
+def infer_get_tuple_element(ctx: OpContext) -> Shape:
+    ctx.expect_operand_count(1)
+    operand = ctx.operands[0]
+    index = ctx.int_attr("index")
+    if not operand.is_tuple:
+        raise ctx.fail(f"operand {shape_text(operand)} is not a tuple")
+    if not 0 <= index < len(operand.tuple_shapes):
+        raise ctx.fail(f"index={index} is out of range for the {len(operand.tuple_shapes)}-element tuple "
+                       f"{shape_text(operand)}")
+    return operand.tuple_shapes[index]
+
+
+# ---------------------------------------------------------------------------------------
+# Calls and control flow
+# ---------------------------------------------------------------------------------------
+def infer_call(ctx: OpContext) -> Shape:
+    comp = ctx.computation("to_apply")
+    check_arguments(ctx, comp, ctx.operands, "to_apply")
+    return root_shape(ctx, comp)
+
+
+def infer_fusion(ctx: OpContext) -> Shape:
+    kind = ctx.attr("kind")
+    if kind not in FUSION_KINDS:
+        raise ctx.fail(f"kind={kind} is not one of {', '.join(FUSION_KINDS)}")
+    comp = ctx.computation("calls")
+    check_arguments(ctx, comp, ctx.operands, "calls")
+    return root_shape(ctx, comp)
+
+
+def infer_map(ctx: OpContext) -> Shape:
+    """``to_apply`` maps N scalars (one per operand) to a scalar; ``dimensions`` must be
+    all dimensions ``{0, ..., rank-1}``."""
+    if not ctx.operands:
+        raise ctx.fail("needs at least one operand")
+    shapes = [ctx.array_operand(i) for i in range(len(ctx.operands))]
+    if any(s.dimensions != shapes[0].dimensions for s in shapes):
+        raise ctx.fail(f"all operands must have the same dimensions, got {shapes_text(shapes)}")
+    dims = ctx.int_list("dimensions")
+    if list(dims) != list(range(shapes[0].rank)):
+        raise ctx.fail(f"dimensions={{{','.join(map(str, dims))}}} must be all dimensions in order")
+    comp = ctx.computation("to_apply")
+    check_arguments(ctx, comp, [Shape.scalar(s.element_type) for s in shapes], "to_apply")
+    result = root_shape(ctx, comp)
+    if not result.is_scalar:
+        raise ctx.fail(f"to_apply={signature_text(comp)} must return a scalar")
+    return Shape.array(result.element_type, shapes[0].dimensions)
+
+
+def infer_while(ctx: OpContext) -> Shape:
+    """The loop state keeps the init's shape: the condition takes it and returns ``pred[]``,
+    the body takes it and returns it."""
+    ctx.expect_operand_count(1)
+    state = ctx.operands[0]
+    check_predicate_computation(ctx, ctx.computation("condition"), [state], "condition")
+    body = ctx.computation("body")
+    check_arguments(ctx, body, [state], "body")
+    if not root_shape(ctx, body).compatible(state):
+        raise ctx.fail(f"body={signature_text(body)} must return the loop state {shape_text(state)}")
+    return state
+
+
+def _branches(ctx: OpContext) -> list[HloComputation]:
+    branches = ctx.attrs.get("branch_computations")
+    true_comp, false_comp = ctx.attrs.get("true_computation"), ctx.attrs.get("false_computation")
+    if branches and (true_comp is not None or false_comp is not None):
+        raise ctx.fail("use either branch_computations or true/false_computation, not both")
+    if branches:
+        if not all(isinstance(b, HloComputation) for b in branches):
+            raise ctx.fail("branch_computations must be computations")
+        return list(branches)
+    if not isinstance(true_comp, HloComputation) or not isinstance(false_comp, HloComputation):
+        raise ctx.fail("needs true_computation and false_computation (or branch_computations)")
+    return [true_comp, false_comp]
+
+
+def infer_conditional(ctx: OpContext) -> Shape:
+    """Pred form ``conditional(p, t_arg, f_arg)`` or index form ``conditional(i, arg_0..)``:
+    branch k takes operand k+1; all branches return the same shape."""
+    branches = _branches(ctx)
+    indexed = "branch_computations" in ctx.attrs and bool(ctx.attrs["branch_computations"])
+    if len(ctx.operands) != len(branches) + 1:
+        raise ctx.fail(f"{len(branches)} branches need {len(branches) + 1} operands (selector first), "
+                       f"got {len(ctx.operands)}")
+    selector = ctx.operands[0]
+    want = Shape.scalar(PrimitiveType.S32 if indexed else PrimitiveType.PRED)
+    if not selector.compatible(want):
+        raise ctx.fail(f"the branch selector must be {shape_text(want)}, got {shape_text(selector)}")
+    result: Shape | None = None
+    for k, branch in enumerate(branches):
+        check_arguments(ctx, branch, [ctx.operands[k + 1]], f"branch {k}")
+        root = root_shape(ctx, branch)
+        if result is not None and not root.compatible(result):
+            raise ctx.fail(f"branch {k} {signature_text(branch)} returns {shape_text(root)} but branch 0 returns "
+                           f"{shape_text(result)}")
+        result = result or root
+    assert result is not None
+    return result
+
+
+def infer_identity(ctx: OpContext) -> Shape:
+    """``opt-barrier`` and ``collective-permute``: the operand's shape."""
+    ctx.expect_operand_count(1)
+    return ctx.operands[0]
+
+
+# ---------------------------------------------------------------------------------------
+# Collectives (single-program view)
+# ---------------------------------------------------------------------------------------
+def infer_all_reduce(ctx: OpContext) -> Shape:
+    """Same shapes out as in (a tuple when there are several operands)."""
+    if not ctx.operands:
+        raise ctx.fail("needs at least one operand")
+    leaves = [leaf for s in ctx.operands for leaf in s.leaf_shapes()]
+    if not all(leaf.is_array for leaf in leaves):
+        raise ctx.fail(f"operands must be arrays, got {shapes_text(ctx.operands)}")
+    types = [leaf.element_type for leaf in leaves]
+    if len(set(types)) == 1:
+        check_reducer(ctx, ctx.computation("to_apply"), types[:1], types[:1])
+    return ctx.operands[0] if len(ctx.operands) == 1 else Shape.make_tuple(list(ctx.operands))
+
+
+def infer_all_gather(ctx: OpContext) -> Shape:
+    """The declared shape: the operand's, with the gather dimension multiplied by the
+    (unknown here) group size."""
+    ctx.expect_operand_count(1)
+    operand = ctx.array_operand(0)
+    result = ctx.declared()
+    dims = ctx.int_list("dimensions")
+    if len(dims) != 1 or not 0 <= dims[0] < operand.rank:
+        raise ctx.fail(f"dimensions must name one dimension of {shape_text(operand)}")
+    d = dims[0]
+    others_equal = result.is_array and result.rank == operand.rank and all(
+        a == b for i, (a, b) in enumerate(zip(result.dimensions, operand.dimensions, strict=True)) if i != d
+    )
+    if not others_equal or result.element_type is not operand.element_type or (
+        operand.dimensions[d] and result.dimensions[d] % operand.dimensions[d]
+    ):
+        raise ctx.fail(f"declared {shape_text(result)} is not {shape_text(operand)} gathered along dimension {d}")
+    return result
+
+
+def infer_u32_scalar(ctx: OpContext) -> Shape:
+    """``replica-id`` / ``partition-id``."""
+    ctx.expect_operand_count(0)
+    return Shape.scalar(PrimitiveType.U32)
+
+
+def infer_after_all(ctx: OpContext) -> Shape:
+    for i, s in enumerate(ctx.operands):
+        if not s.is_token:
+            raise ctx.fail(f"operand {i} must be a token, got {shape_text(s)}")
+    return Shape.token()
+
+
+# ---------------------------------------------------------------------------------------
+# Random numbers
+# ---------------------------------------------------------------------------------------
+_STATE_SIZES = {"rng_default": (2, 3), "rng_three_fry": (2,), "rng_philox": (2, 3)}
+
+
+def infer_rng_bit_generator(ctx: OpContext) -> Shape:
+    """``(new_state, bits)``: the state keeps its shape (``u64[2]`` or ``u64[3]``); the bits'
+    shape is declared (``declared_shape`` tuple element 1, or ``result_dims`` +
+    ``result_element_type``)."""
+    ctx.expect_operand_count(1)
+    state = ctx.array_operand(0, "state")
+    algorithm = ctx.attr("algorithm")
+    if algorithm not in _STATE_SIZES:
+        raise ctx.fail(f"algorithm={algorithm} is not one of {', '.join(_STATE_SIZES)}")
+    if state.element_type is not PrimitiveType.U64 or state.rank != 1 or state.dimensions[0] not in _STATE_SIZES[
+        algorithm
+    ]:
+        sizes = " or ".join(f"u64[{n}]" for n in _STATE_SIZES[algorithm])
+        raise ctx.fail(f"the {algorithm} state must be {sizes}, got {shape_text(state)}")
+    if ctx.result_dims is not None and ctx.result_element_type is not None:
+        bits = Shape.array(ctx.result_element_type, ctx.result_dims)
+    else:
+        declared = ctx.declared()
+        if not declared.is_tuple or len(declared.tuple_shapes) != 2:
+            raise ctx.fail(f"the declared shape {shape_text(declared)} must be a (state, bits) tuple")
+        bits = declared.tuple_shapes[1]
+    if not bits.is_array or not bits.element_type.is_unsigned_int:
+        raise ctx.fail(f"the generated bits must be an unsigned integer array, got {shape_text(bits)}")
+    return Shape.make_tuple([state, bits])
+
+
+def infer_rng(ctx: OpContext) -> Shape:
+    """Declared shape; ``a`` and ``b`` are scalars of its element type."""
+    ctx.expect_operand_count(2)
+    result = ctx.declared()
+    distribution = ctx.attr("distribution")
+    if distribution not in ("rng_uniform", "rng_normal"):
+        raise ctx.fail(f"distribution={distribution} is not rng_uniform or rng_normal")
+    if not result.is_array or (distribution == "rng_normal" and not result.element_type.is_float):
+        raise ctx.fail(f"{distribution} cannot produce {shape_text(result)}")
+    for i, s in enumerate(ctx.operands):
+        if not s.is_scalar or s.element_type is not result.element_type:
+            raise ctx.fail(f"operand {i} must be a {result.element_type.value} scalar, got {shape_text(s)}")
+    return result
+
+
+# ---------------------------------------------------------------------------------------
+# Declared shapes: parameter, constant, iota, custom-call
+# ---------------------------------------------------------------------------------------
+def infer_declared(ctx: OpContext) -> Shape:
+    """parameter and custom-call: whatever the instruction declares."""
+    if ctx.opcode == "parameter":
+        ctx.expect_operand_count(0)
+    return ctx.declared()
+
+
+def infer_constant(ctx: OpContext) -> Shape:
+    """The declared shape, checked against the literal when there is one."""
+    ctx.expect_operand_count(0)
+    result = ctx.declared()
+    literal = ctx.attrs.get("literal")
+    if literal is not None and not ctx.attrs.get("literal_elided"):
+        if not isinstance(literal, np.ndarray) or not result.is_array:
+            raise ctx.fail(f"constant of shape {shape_text(result)} needs a NumPy array literal")
+        if literal.shape != result.dimensions or literal.dtype != result.dtype:
+            raise ctx.fail(f"literal {literal.dtype}{list(literal.shape)} does not match the declared shape "
+                           f"{shape_text(result)} ({result.dtype}{list(result.dimensions)})")
+    return result
+
+
+def infer_iota(ctx: OpContext) -> Shape:
+    ctx.expect_operand_count(0)
+    result = ctx.declared()
+    dim = ctx.int_attr("iota_dimension")
+    if not result.is_array or result.rank == 0 or not 0 <= dim < result.rank:
+        raise ctx.fail(f"iota_dimension={dim} is out of range for {shape_text(result)} (rank >= 1 needed)")
+    return result
+
+
+CONTROL_RULES: dict[str, Rule] = {
+    "tuple": infer_tuple,
+    "get-tuple-element": infer_get_tuple_element,
+    "call": infer_call,
+    "fusion": infer_fusion,
+    "map": infer_map,
+    "while": infer_while,
+    "conditional": infer_conditional,
+    "opt-barrier": infer_identity,
+    "collective-permute": infer_identity,
+    "all-reduce": infer_all_reduce,
+    "all-gather": infer_all_gather,
+    "replica-id": infer_u32_scalar,
+    "partition-id": infer_u32_scalar,
+    "after-all": infer_after_all,
+    "rng-bit-generator": infer_rng_bit_generator,
+    "rng": infer_rng,
+    "parameter": infer_declared,
+    "custom-call": infer_declared,
+    "constant": infer_constant,
+    "iota": infer_iota,
+}

@@ -1,0 +1,273 @@
+"""The HLO verifier: is this module well formed?
+
+The parser builds whatever the text says, and passes rewrite graphs; the verifier
+(XLA's ``HloVerifier``) is the safety net run after both. It checks
+
+* **module structure**: an ENTRY that belongs to the module, unique computation and
+  instruction names, called computations that belong to the module, no recursion;
+* **computation structure**: a root, parameters numbered ``0..n-1`` without gaps,
+  operands (and control predecessors) from the same computation, consistent
+  operand/user links, no cycles;
+* **each instruction**: operand count (the opcode table's arity), required
+  attributes present with the right Python types, and -- the main check -- that the
+  declared shape is compatible (layouts ignored) with the shape
+  :func:`~xla_teach.hlo.shape_inference.infer_shape` infers. Shape inference also
+  checks the details: compare directions, fusion kinds, tuple indices, constant
+  literals, and the signatures of called computations (reducers, loop bodies and
+  conditions, call and fusion arguments, branches).
+
+All problems are collected; :class:`~xla_teach.hlo.errors.VerificationError`
+reports the first few, the first one found first::
+
+    module 'm' failed verification (1 problem):
+      - %main: pad %pad.1: declared f32[6,17] but inferred f32[6,16] from operands f32[4,8], f32[]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from xla_teach.hlo.attributes import ConvDimensionNumbers, PaddingDim, SliceDim, Window
+from xla_teach.hlo.errors import ShapeError, VerificationError, shape_text, shapes_text
+from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.hlo.opcodes import AttrKind
+from xla_teach.hlo.shape_inference import infer_shape
+
+MAX_REPORTED = 5  # problems shown in the error message (all are in ``VerificationError.problems``)
+
+# Keys of ``HloInstruction.attrs`` that are not in the opcode table.
+_SPECIAL_ATTRS = {"parameter": {"parameter_number"}, "constant": {"literal", "literal_elided"}}
+
+
+# ---------------------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------------------
+def verify_module(module: HloModule) -> None:
+    """Raise :class:`VerificationError` if ``module`` has any problem."""
+    _raise_if_any(f"module '{module.name}'", module_problems(module))
+
+
+def verify_computation(comp: HloComputation) -> None:
+    """Raise :class:`VerificationError` if ``comp`` (on its own) has any problem."""
+    _raise_if_any(f"computation '{comp.name}'", computation_problems(comp))
+
+
+def module_problems(module: HloModule) -> list[str]:
+    """Every problem found in ``module``, one line each (empty when it is fine)."""
+    problems = _module_structure_problems(module)
+    for comp in module.computations:
+        problems += computation_problems(comp, check_names=False)
+    return problems
+
+
+def computation_problems(comp: HloComputation, check_names: bool = True) -> list[str]:
+    """Every problem found in ``comp``; ``check_names`` also checks name uniqueness
+    inside it (the module check does this module-wide)."""
+    where = f"%{comp.name}"
+    problems = [f"{where}: {p}" for p in _computation_structure_problems(comp)]
+    if check_names:
+        problems += [f"{where}: {p}" for p in _duplicates(i.name for i in comp.instructions)]
+    for instr in comp.instructions:
+        problems += [f"{where}: {instr.opcode} %{instr.name}: {p}" for p in instruction_problems(instr)]
+    return problems
+
+
+def _raise_if_any(what: str, problems: list[str]) -> None:
+    if not problems:
+        return
+    lines = [f"{what} failed verification ({len(problems)} problem{'s' if len(problems) > 1 else ''}):"]
+    lines += [f"  - {p}" for p in problems[:MAX_REPORTED]]
+    if len(problems) > MAX_REPORTED:
+        lines.append(f"  ... and {len(problems) - MAX_REPORTED} more")
+    raise VerificationError("\n".join(lines), problems)
+
+
+# ---------------------------------------------------------------------------------------
+# Module and computation structure
+# ---------------------------------------------------------------------------------------
+def _duplicates(names: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    repeated: list[str] = []
+    for name in names:
+        if name in seen and name not in repeated:
+            repeated.append(name)
+        seen.add(name)
+    return [f"the name '{name}' is used more than once" for name in repeated]
+
+
+def _module_structure_problems(module: HloModule) -> list[str]:
+    problems: list[str] = []
+    if module.entry_computation is None:
+        problems.append("the module has no ENTRY computation")
+    elif module.entry_computation not in module.computations:
+        problems.append(f"the ENTRY computation %{module.entry_computation.name} is not in the module")
+    problems += [f"computation names: {p}" for p in _duplicates(c.name for c in module.computations)]
+    problems += [f"instruction names: {p}" for p in _duplicates(i.name for i in module.instructions())]
+    for comp in module.computations:
+        if comp.parent is not module:
+            problems.append(f"%{comp.name}: its parent is not this module")
+        for instr in comp.instructions:
+            for callee in instr.called_computations():
+                if not isinstance(callee, HloComputation) or callee not in module.computations:
+                    problems.append(f"%{comp.name}: %{instr.name} calls %{getattr(callee, 'name', callee)}, "
+                                    "which is not a computation of this module")
+    cycle = _call_cycle(module)
+    if cycle:
+        problems.append("computations call each other recursively: " + " -> ".join(f"%{c}" for c in cycle))
+    return problems
+
+
+def _call_cycle(module: HloModule) -> list[str]:
+    """Names along a call cycle (``[a, b, a]``), or ``[]`` when the call graph is acyclic."""
+    state: dict[int, str] = {}  # id -> "active" | "done"
+
+    def visit(comp: HloComputation, path: list[str]) -> list[str]:
+        state[id(comp)] = "active"
+        for callee in comp.called_computations():
+            if not isinstance(callee, HloComputation):
+                continue
+            if state.get(id(callee)) == "active":
+                return path + [comp.name, callee.name]
+            if id(callee) not in state:
+                found = visit(callee, path + [comp.name])
+                if found:
+                    return found
+        state[id(comp)] = "done"
+        return []
+
+    for comp in module.computations:
+        if id(comp) not in state:
+            found = visit(comp, [])
+            if found:
+                start = found.index(found[-1])
+                return found[start:]
+    return []
+
+
+def _computation_structure_problems(comp: HloComputation) -> list[str]:
+    problems: list[str] = []
+    members = {id(i) for i in comp.instructions}
+    if comp.root_instruction is None:
+        problems.append("the computation has no root")
+    elif id(comp.root_instruction) not in members:
+        problems.append(f"the root %{comp.root_instruction.name} is not an instruction of this computation")
+    numbers = sorted(i.attrs.get("parameter_number", -1) for i in comp.instructions if i.opcode == "parameter")
+    if numbers != list(range(len(numbers))):
+        problems.append(f"parameters must be numbered 0..{len(numbers) - 1} without gaps or repeats, got {numbers}")
+    for instr in comp.instructions:
+        if instr.parent is not comp:
+            problems.append(f"%{instr.name} is listed here but its parent is another computation")
+        for i, op in enumerate(instr.operands):
+            if id(op) not in members:
+                owner = op.parent.name if op.parent is not None else "no computation"
+                problems.append(f"operand {i} of %{instr.name}, %{op.name}, belongs to {owner}, not this computation")
+            elif instr not in op.users:
+                problems.append(f"%{op.name} is an operand of %{instr.name} but does not list it as a user")
+        for pred in instr.control_predecessors:
+            if id(pred) not in members:
+                problems.append(f"control predecessor %{pred.name} of %{instr.name} is not in this computation")
+    cycle = _instruction_cycle(comp)
+    if cycle:
+        problems.append("the graph has a cycle: " + " -> ".join(f"%{n}" for n in cycle))
+    return problems
+
+
+def _instruction_cycle(comp: HloComputation) -> list[str]:
+    """Names along a dataflow/control cycle, or ``[]``. Iterative DFS (graphs can be deep)."""
+    state: dict[int, str] = {}
+    for start in comp.instructions:
+        if id(start) in state:
+            continue
+        stack: list[tuple[HloInstruction, int]] = [(start, 0)]
+        path: list[HloInstruction] = [start]
+        state[id(start)] = "active"
+        while stack:
+            node, next_index = stack[-1]
+            preds = list(node.operands) + list(node.control_predecessors)
+            if next_index == len(preds):
+                stack.pop()
+                path.pop()
+                state[id(node)] = "done"
+                continue
+            stack[-1] = (node, next_index + 1)
+            pred = preds[next_index]
+            if state.get(id(pred)) == "active":
+                names = [n.name for n in path[path.index(pred):]] if pred in path else [node.name]
+                return names + [pred.name]
+            if id(pred) not in state:
+                state[id(pred)] = "active"
+                stack.append((pred, 0))
+                path.append(pred)
+    return []
+
+
+# ---------------------------------------------------------------------------------------
+# Instructions
+# ---------------------------------------------------------------------------------------
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _tuple_of(value: object, item_type: type | tuple[type, ...]) -> bool:
+    return isinstance(value, tuple) and all(isinstance(v, item_type) for v in value)
+
+
+_ATTR_TYPE_CHECKS = {
+    AttrKind.INT: (_is_int, "an int"),
+    AttrKind.INT_LIST: (lambda v: isinstance(v, tuple) and all(_is_int(x) for x in v), "a tuple of ints"),
+    AttrKind.BOOL: (lambda v: isinstance(v, bool), "a bool"),
+    AttrKind.WORD: (lambda v: isinstance(v, str), "a str"),
+    AttrKind.WORD_LIST: (lambda v: _tuple_of(v, str), "a tuple of str"),
+    AttrKind.STRING: (lambda v: isinstance(v, str), "a str"),
+    AttrKind.COMPUTATION: (lambda v: isinstance(v, HloComputation), "an HloComputation"),
+    AttrKind.COMPUTATION_LIST: (lambda v: _tuple_of(v, HloComputation), "a tuple of HloComputation"),
+    AttrKind.WINDOW: (lambda v: isinstance(v, Window), "a Window"),
+    AttrKind.SLICE: (lambda v: _tuple_of(v, SliceDim), "a tuple of SliceDim"),
+    AttrKind.PADDING: (lambda v: _tuple_of(v, PaddingDim), "a tuple of PaddingDim"),
+    AttrKind.DIM_LABELS: (lambda v: isinstance(v, ConvDimensionNumbers), "a ConvDimensionNumbers"),
+    AttrKind.RAW: (lambda v: isinstance(v, str), "a str"),
+}
+
+
+def _attribute_problems(instr: HloInstruction) -> list[str]:
+    problems: list[str] = []
+    specs = {spec.name: spec for spec in instr.info.attrs}
+    for spec in instr.info.attrs:
+        value = instr.attrs.get(spec.name)
+        if value is None:
+            if spec.required:
+                problems.append(f"the required attribute '{spec.name}' is missing")
+            continue
+        check, wanted = _ATTR_TYPE_CHECKS[spec.kind]
+        if not check(value):
+            problems.append(f"attribute '{spec.name}' must be {wanted}, got {type(value).__name__} {value!r:.60}")
+    special = _SPECIAL_ATTRS.get(instr.opcode, set())
+    for key in instr.attrs:
+        if key not in specs and key not in special and not key.startswith("_"):
+            problems.append(f"unknown attribute '{key}' for {instr.opcode}")
+    if instr.opcode == "parameter" and not _is_int(instr.attrs.get("parameter_number")):
+        problems.append("a parameter needs an int 'parameter_number'")
+    if instr.opcode == "constant" and not isinstance(instr.attrs.get("literal"), np.ndarray):
+        problems.append("a constant needs a NumPy array 'literal'")
+    return problems
+
+
+def instruction_problems(instr: HloInstruction) -> list[str]:
+    """Problems of one instruction: arity, attributes, and declared vs inferred shape."""
+    arity = instr.info.arity
+    if arity is not None and instr.operand_count != arity:
+        return [f"takes {arity} operand(s) but has {instr.operand_count}"]
+    problems = _attribute_problems(instr)
+    if problems:
+        return problems  # inference would trip over the malformed attributes
+    operand_shapes = [op.shape for op in instr.operands]
+    try:
+        inferred = infer_shape(instr.opcode, operand_shapes, instr.attrs, declared_shape=instr.shape)
+    except ShapeError as err:
+        return [err.explanation]
+    if not inferred.compatible(instr.shape):
+        return [f"declared {shape_text(instr.shape)} but inferred {shape_text(inferred)} "
+                f"from operands {shapes_text(operand_shapes)}"]
+    return []
