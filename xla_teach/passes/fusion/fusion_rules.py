@@ -41,6 +41,9 @@ class FusionConfig:
     max_operands: int = 32
     output_fusion: bool = True  # dot + elementwise epilogue -> kOutput
     max_fused_constant_elements: int = 1  # only scalar constants are fused
+    # Ops this backend treats as cheap although the opcode table calls them expensive
+    # (GPUs divide and take reciprocal square roots in one instruction).
+    cheap_ops: frozenset[str] = frozenset()
 
 
 def _is_loop_fusible(instr: HloInstruction) -> bool:
@@ -142,7 +145,8 @@ def _would_duplicate(producer: HloInstruction, consumer: HloInstruction, config:
         return None
     if not config.may_duplicate:
         return "producer has other users and duplication is off"
-    if producer.info.expensive or producer.opcode in ("fusion", "dot", "gather"):
+    expensive = producer.info.expensive and producer.opcode not in config.cheap_ops
+    if expensive or producer.opcode in ("fusion", "dot", "gather"):
         return f"{producer.opcode} is expensive and has other users (never duplicated)"
     return None
 

@@ -210,3 +210,51 @@ def _reorder_fused(fused: HloComputation) -> None:
 
 def fusion_instruction_count(fusion: HloInstruction) -> int:
     return sum(1 for i in fusion.fused_computation.instructions if i.opcode != "parameter")
+
+
+def merge_sibling_fusions(a: HloInstruction, b: HloInstruction) -> HloInstruction:
+    """Replace single-output fusions ``a`` and ``b`` by one fusion returning ``(a, b)``."""
+    comp = a.parent
+    assert comp is not None and comp is b.parent and comp.parent is not None
+    module = comp.parent
+    operands: list[HloInstruction] = list(dict.fromkeys(list(a.operands) + list(b.operands)))
+    fused = HloComputation("fused_computation")
+    params = []
+    for i, op in enumerate(operands):
+        param = HloInstruction("parameter", op.shape, attrs={"parameter_number": i}, name=f"param_{i}")
+        param.parent = fused
+        fused.instructions.append(param)
+        params.append(param)
+    roots = []
+    for source in (a, b):
+        mapping = {p.unique_id: params[operands.index(source.operand(p.parameter_number))]
+                   for p in source.fused_computation.parameter_instructions}
+        for instr in source.fused_computation.post_order():
+            if instr.opcode == "parameter":
+                continue
+            clone = instr.clone_with_new_operands(instr.shape, [mapping[o.unique_id] for o in instr.operands])
+            clone.parent = fused
+            fused.instructions.append(clone)
+            mapping[instr.unique_id] = clone
+        roots.append(mapping[source.fused_computation.root.unique_id])
+    root = HloInstruction("tuple", Shape.make_tuple([r.shape for r in roots]), roots)
+    root.parent = fused
+    fused.instructions.append(root)
+    fused.root_instruction = root
+    module.add_computation(fused)
+    _place_before(module, fused, comp)
+    kind = "kInput" if "kInput" in (a.fusion_kind, b.fusion_kind) else "kLoop"
+    merged = HloInstruction("fusion", root.shape, operands, {"kind": kind, "calls": fused},
+                            name=f"{a.name.split('_fusion')[0].split('.')[0]}_{b.name.split('_fusion')[0].split('.')[0]}"
+                                 f"_fusion")
+    merged.metadata = a.metadata
+    comp.add_instruction(merged)
+    _move_next_to(comp, merged, a if comp.instructions.index(a) > comp.instructions.index(b) else b)
+    for k, source in enumerate((a, b)):
+        gte = HloInstruction("get-tuple-element", source.shape, [merged], {"index": k})
+        comp.add_instruction(gte)
+        _move_after(comp, gte, merged)
+        source.replace_all_uses_with(gte)
+        comp.remove_instruction(source)
+        module.remove_computation(source.fused_computation)
+    return merged

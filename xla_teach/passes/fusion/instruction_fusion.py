@@ -89,7 +89,9 @@ class InstructionFusion(HloPass):
             while True:
                 fused_one = False
                 position = {id(i): n for n, i in enumerate(comp.post_order())}
-                candidates = sorted(set(consumer.operands), key=lambda op: -position.get(id(op), -1))
+                # Latest-defined first; constants last so the fusion is named after real work.
+                candidates = sorted(set(consumer.operands),
+                                    key=lambda op: (op.opcode == "constant", -position.get(id(op), -1)))
                 for producer in candidates:
                     reason = fusion_decision(producer, consumer, self.config)
                     if reason is not None:

@@ -1,0 +1,152 @@
+"""Accuracy and special cases of the emitted libm (``xla_teach.backends.llvm.math``).
+
+Oracle: NumPy evaluated in a wider type (f64 for the f32 kernels, x87 long double for the f64
+kernels where NumPy has it) and Python's ``math`` module for erf.  Errors are measured in ulp of
+the kernel's own type.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import xla_teach.backends.llvm.math as xmath
+from tests.backends.llvm.llvm_test_utils import jit_map, max_ulp, random_floats
+
+WIDE = {np.float32: np.float64, np.float64: np.longdouble}
+HAS_LONG_DOUBLE = np.finfo(np.longdouble).nmant > 52
+
+
+def _logistic(x: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-x))
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64))
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return 1 / np.sqrt(x)
+
+
+# name, emitter, reference, input range (None = every binade), allowed ulp (f32, f64)
+UNARY = [
+    ("exp", xmath.emit_exp, np.exp, (-100, 100), (1, 1)),
+    ("exp_all", xmath.emit_exp, np.exp, None, (1, 1)),
+    ("expm1", xmath.emit_expm1, np.expm1, (-5, 5), (2, 2)),
+    ("expm1_all", xmath.emit_expm1, np.expm1, None, (2, 2)),
+    ("log", xmath.emit_log, np.log, (1e-3, 1e3), (1, 1)),
+    ("log_all", xmath.emit_log, np.log, None, (1, 1)),
+    ("log1p", xmath.emit_log1p, np.log1p, (-0.99, 10), (2, 2)),
+    ("sin", xmath.emit_sin, np.sin, (-100, 100), (2, 2)),
+    ("cos", xmath.emit_cos, np.cos, (-100, 100), (2, 2)),
+    ("tan", xmath.emit_tan, np.tan, (-10, 10), (3, 3)),
+    ("tanh", xmath.emit_tanh, np.tanh, (-20, 20), (3, 3)),
+    ("logistic", xmath.emit_logistic, _logistic, (-50, 50), (3, 3)),
+    ("cbrt", xmath.emit_cbrt, np.cbrt, None, (1, 1)),
+    ("sqrt", xmath.emit_sqrt, np.sqrt, None, (0.5, 0.5)),
+    ("rsqrt", xmath.emit_rsqrt, _rsqrt, (1e-30, 1e30), (2, 2)),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name,emit,ref,domain,tol", UNARY, ids=[u[0] for u in UNARY])
+def test_unary_accuracy(name, emit, ref, domain, tol, dtype) -> None:
+    if dtype is np.float64 and not HAS_LONG_DOUBLE and name not in ("sqrt",):
+        pytest.skip("no extended-precision long double for an f64 oracle")
+    rng = np.random.default_rng(7)
+    lo, hi = domain if domain else (None, None)
+    x = random_floats(rng, dtype, 20000, lo, hi)
+    if name == "log_all" or name == "cbrt" or name == "sqrt":
+        x = np.abs(x) if name != "cbrt" else x
+    got = jit_map(emit, dtype)(x)
+    with np.errstate(all="ignore"):
+        want = ref(x.astype(WIDE[dtype]))
+    err = max_ulp(got, want, dtype, x)
+    allowed = tol[0] if dtype is np.float32 else tol[1]
+    assert err <= allowed, f"{name} {np.dtype(dtype)}: {err:.2f} ulp at {max_ulp.last_worst}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_erf_accuracy(dtype) -> None:
+    rng = np.random.default_rng(3)
+    x = random_floats(rng, dtype, 20000, -7, 7)
+    got = jit_map(xmath.emit_erf, dtype)(x)
+    want = _erf(x)
+    # the oracle itself is an f64 (math.erf is within 1 ulp of f64): allow a little more in f64
+    err = max_ulp(got, want, dtype, x)
+    assert err <= (2 if dtype is np.float32 else 4), f"erf: {err} ulp at {max_ulp.last_worst}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_pow_and_atan2_accuracy(dtype) -> None:
+    if dtype is np.float64 and not HAS_LONG_DOUBLE:
+        pytest.skip("no extended-precision long double for an f64 oracle")
+    rng = np.random.default_rng(11)
+    x = random_floats(rng, dtype, 20000, 0, 50)
+    y = random_floats(rng, dtype, 20000, -20, 20)
+    wide = WIDE[dtype]
+    with np.errstate(all="ignore"):
+        assert max_ulp(jit_map(xmath.emit_pow, dtype, 2)(x, y), np.power(x.astype(wide), y.astype(wide)), dtype) <= (1 if dtype is np.float32 else 2)
+    a = random_floats(rng, dtype, 20000, -10, 10)
+    c = random_floats(rng, dtype, 20000, -10, 10)
+    got = jit_map(xmath.emit_atan2, dtype, 2)(a, c)
+    assert max_ulp(got, np.arctan2(a.astype(wide), c.astype(wide)), dtype) <= 3
+
+
+SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0, 1e-40, -1e-40]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name,emit,ref", [
+    ("exp", xmath.emit_exp, np.exp), ("expm1", xmath.emit_expm1, np.expm1), ("log", xmath.emit_log, np.log),
+    ("log1p", xmath.emit_log1p, np.log1p), ("sin", xmath.emit_sin, np.sin), ("cos", xmath.emit_cos, np.cos),
+    ("tan", xmath.emit_tan, np.tan), ("tanh", xmath.emit_tanh, np.tanh), ("cbrt", xmath.emit_cbrt, np.cbrt),
+    ("sqrt", xmath.emit_sqrt, np.sqrt), ("logistic", xmath.emit_logistic, _logistic), ("erf", xmath.emit_erf, _erf),
+])
+def test_unary_special_values(name, emit, ref, dtype) -> None:
+    x = np.array(SPECIALS, dtype=dtype)
+    got = jit_map(emit, dtype)(x)
+    with np.errstate(all="ignore"):
+        want = ref(x.astype(np.float64)).astype(dtype)
+    finite = np.isfinite(want) & (np.abs(want) > np.finfo(dtype).tiny)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{name}: NaN pattern")
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    zero = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]), err_msg=f"{name}: sign of zero")
+    np.testing.assert_allclose(got[finite], want[finite], rtol=4 * np.finfo(dtype).eps)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_pow_special_values(dtype) -> None:
+    vals = np.array(SPECIALS, dtype=dtype)
+    x, y = np.meshgrid(vals, vals)
+    x, y = x.ravel(), y.ravel()
+    got = jit_map(xmath.emit_pow, dtype, 2)(x, y)
+    with np.errstate(all="ignore"):
+        want = np.power(x.astype(np.float64), y.astype(np.float64)).astype(dtype)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=4 * np.finfo(dtype).eps, atol=0)
+    np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(want[ok]))
+
+
+def test_atan2_signed_zeros_and_infinities() -> None:
+    vals = np.array([0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, np.nan], np.float32)
+    y, x = np.meshgrid(vals, vals)
+    got = jit_map(xmath.emit_atan2, np.float32, 2)(y.ravel(), x.ravel())
+    want = np.arctan2(y.ravel(), x.ravel())
+    np.testing.assert_allclose(got, want, rtol=2e-7)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_rounding_and_is_finite() -> None:
+    x = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 2.4, -2.6, 0.0, -0.0, np.inf, np.nan, 1e30], np.float32)
+    np.testing.assert_array_equal(jit_map(xmath.emit_round_half_even, np.float32)(x), np.round(x))
+    away = np.where(np.isfinite(x), np.sign(x) * np.floor(np.abs(x) + 0.5), x)
+    np.testing.assert_array_equal(jit_map(xmath.emit_round_half_away, np.float32)(x), away)
+    finite = jit_map(lambda b, v: b.uitofp(xmath.emit_is_finite(b, v), v.type), np.float32)(x)
+    np.testing.assert_array_equal(finite, np.isfinite(x).astype(np.float32))

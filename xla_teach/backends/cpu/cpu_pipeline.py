@@ -1,0 +1,23 @@
+"""The CPU backend's HLO pipeline: the shared optimization pipeline plus CPU passes.
+
+See :func:`xla_teach.passes.pipeline.default_pipeline` for the shared part and
+its documented order; the CPU adds its fusion rules, the dot strategy, and the
+memory scheduler that backends need before buffer assignment.
+"""
+
+from __future__ import annotations
+
+from xla_teach.backends.cpu.passes.dot_strategy import DotStrategy
+from xla_teach.backends.cpu.passes.reshape_to_bitcast import ReshapeToBitcast
+from xla_teach.backends.cpu.passes.tree_reduction_rewriter import TreeReductionRewriter
+from xla_teach.passes.pass_base import HloPassPipeline
+from xla_teach.passes.pipeline import default_pipeline
+from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
+
+
+def cpu_pipeline() -> HloPassPipeline:
+    pipeline = default_pipeline("cpu")
+    pipeline.insert_before("fusion", TreeReductionRewriter())
+    pipeline.add_pass(HloPassPipeline("cpu-codegen-prepare", [
+        ReshapeToBitcast(), DotStrategy(), HloMemoryScheduler()]))
+    return pipeline

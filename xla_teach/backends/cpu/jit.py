@@ -1,0 +1,84 @@
+"""LLVM for the host CPU through llvmlite: optimize, JIT, and keep every stage's text.
+
+:class:`CpuJit` turns one LLVM module (all kernels of an HLO module) into
+machine code with MCJIT for the host's CPU and features (AVX-512, ...), after
+running LLVM's ``-O<level>`` pipeline with loop and SLP vectorization on. It keeps
+the unoptimized IR, the optimized IR and the assembly, which is what
+``Lowered.as_text("llvm_ir" | "optimized_llvm_ir" | "asm")`` and the
+``.ir-no-opt.ll`` / ``.ir-with-opt.ll`` / ``.s`` dumps show.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import llvmlite.binding as llvm
+
+_lock = threading.Lock()
+
+
+@functools.cache
+def _initialize() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    llvm.initialize_native_asmparser()
+
+
+def host_target_machine(opt_level: int = 3) -> llvm.TargetMachine:
+    """A new target machine for the host (MCJIT takes ownership of the one it is given)."""
+    _initialize()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+        opt=min(max(opt_level, 0), 3), codemodel="jitdefault", jit=True)
+
+
+def host_description() -> str:
+    _initialize()
+    return f"{llvm.get_process_triple()} cpu={llvm.get_host_cpu_name()}"
+
+
+def optimize_module(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int) -> None:
+    """LLVM's standard -O<level> pipeline (with the loop and SLP vectorizers)."""
+    if opt_level <= 0:
+        return
+    pto = llvm.create_pipeline_tuning_options(speed_level=min(opt_level, 3))
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_interleaving = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pm = pb.getModulePassManager()
+    pm.run(module, pb)
+
+
+class CpuJit:
+    """A JIT-compiled LLVM module whose functions can be called through ctypes."""
+
+    def __init__(self, ir_text: str, opt_level: int = 3, keep_assembly: bool = True) -> None:
+        _initialize()
+        self.ir_no_opt = ir_text
+        tm = host_target_machine(opt_level)
+        with _lock:
+            module = llvm.parse_assembly(ir_text)
+            module.triple = tm.triple
+            module.data_layout = str(tm.target_data)
+            module.verify()
+            optimize_module(module, tm, opt_level)
+            self.ir_with_opt = str(module)
+            self.assembly = tm.emit_assembly(module) if keep_assembly else ""
+            self.engine = llvm.create_mcjit_compiler(module, tm)
+            self.engine.finalize_object()
+        self._module = module
+
+    def function_address(self, name: str) -> int:
+        address = self.engine.get_function_address(name)
+        if not address:
+            raise KeyError(f"function {name} is not in the compiled module")
+        return address
+
+    def object_code(self) -> bytes:
+        """The module as a relocatable object file (for AOT)."""
+        tm = host_target_machine()
+        return tm.emit_object(self._module)

@@ -1,0 +1,100 @@
+"""The CPU kernel ABI and a builder for kernel functions.
+
+Every kernel is one LLVM function, named after the HLO instruction it
+implements, with the instruction's HLO text in a comment above it::
+
+    ; %multiply_add_fusion = f32[1024]{0} fusion(%x, %y, %z), kind=kLoop, ...
+    define void @multiply_add_fusion(ptr %buffers, i64 %begin, i64 %end) {
+      ; loads buffer pointers, calls the inner function
+    }
+    define internal void @multiply_add_fusion.wrapped(ptr noalias %x, ptr noalias %y, ..., i64 %begin, i64 %end)
+
+``buffers`` is an array of pointers, one per buffer slice the kernel touches
+(operands first, then results). ``[begin, end)`` is the part of the outermost
+loop this call computes, so the runtime can split a kernel across threads. The
+inner ``.wrapped`` function receives typed pointers marked ``noalias`` when
+buffer assignment proves no other argument overlaps them -- the information
+LLVM needs to vectorize -- and is inlined into the outer one.
+"""
+
+from __future__ import annotations
+
+import re
+
+from llvmlite import ir
+
+from xla_teach.backends.llvm.ir_array import IrArray
+from xla_teach.backends.llvm.ir_types import I64, PTR
+from xla_teach.hlo.shape import Shape
+from xla_teach.passes.scheduling.buffer_assignment import BufferSlice
+
+
+def llvm_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.]", "_", name)
+
+
+def overlapping(slices: list[BufferSlice]) -> list[bool]:
+    """For each slice: does any *other* slice share bytes with it?"""
+    result = []
+    for i, a in enumerate(slices):
+        hit = False
+        for j, other in enumerate(slices):
+            if i == j or a.allocation is not other.allocation:
+                continue
+            if a.offset < other.offset + other.size and other.offset < a.offset + a.size:
+                hit = True
+        result.append(hit)
+    return result
+
+
+class KernelBuilder:
+    """Creates ``@name`` (ABI entry) and ``@name.wrapped`` (typed body) in ``module``."""
+
+    def __init__(self, module: ir.Module, name: str, arg_shapes: list[Shape], slices: list[BufferSlice],
+                 comment: str = "") -> None:
+        self.module = module
+        self.name = llvm_name(name)
+        self.arg_shapes = arg_shapes
+        outer_type = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
+        self.outer = ir.Function(module, outer_type, self.name)
+        inner_type = ir.FunctionType(ir.VoidType(), [PTR] * len(arg_shapes) + [I64, I64])
+        self.inner = ir.Function(module, inner_type, f"{self.name}.wrapped")
+        self.inner.linkage = "internal"
+        self.inner.attributes.add("alwaysinline")
+        self.inner.attributes.add("nounwind")
+        self.outer.attributes.add("nounwind")
+        aliased = overlapping(slices)
+        for arg, alias in zip(self.inner.args[: len(arg_shapes)], aliased, strict=True):
+            if not alias:
+                arg.add_attribute("noalias")
+        self.comment = comment
+        # Outer: unpack the pointer table and call the body.
+        ob = ir.IRBuilder(self.outer.append_basic_block("entry"))
+        table, begin, end = self.outer.args
+        pointers = []
+        for i in range(len(arg_shapes)):
+            slot = ob.gep(table, [ir.Constant(I64, i)], inbounds=True, source_etype=PTR)
+            pointers.append(ob.load(slot, typ=PTR))
+        ob.call(self.inner, pointers + [begin, end])
+        ob.ret_void()
+        # Inner body: the caller emits into self.b.
+        self.b = ir.IRBuilder(self.inner.append_basic_block("entry"))
+        self.begin, self.end = self.inner.args[-2], self.inner.args[-1]
+        self.arrays = [IrArray(arg, shape, f"arg{i}") for i, (arg, shape) in
+                       enumerate(zip(self.inner.args[: len(arg_shapes)], arg_shapes, strict=True))]
+
+    def finish(self) -> None:
+        self.b.ret_void()
+
+
+def annotate_kernels(ir_text: str, comments: dict[str, str]) -> str:
+    """Insert ``; <HLO text>`` comment lines above each kernel's ``define``."""
+    lines = ir_text.splitlines()
+    out = []
+    for line in lines:
+        match = re.match(r'define (?:dso_local )?void @"?([^"(]+)"?\(ptr', line)
+        if match and match.group(1) in comments:
+            for text in comments[match.group(1)].splitlines():
+                out.append(f"; {text}")
+        out.append(line)
+    return "\n".join(out) + "\n"

@@ -1,0 +1,236 @@
+"""Dot kernels: a BLAS call for large products, emitted loops for small ones.
+
+The strategy is chosen before code generation (pass ``dot-strategy``) and is
+written into the dot's ``backend_config`` so the optimized HLO shows it:
+
+* ``"blas"`` -- one ``cblas_sgemm``/``cblas_dgemm`` call per batch into NumPy's
+  OpenBLAS, with the transposes folded into the call's ``Trans`` flags;
+* ``"loops"`` -- an i-k-j loop nest (the j loop walks contiguous rows of the
+  right operand and the output, so it vectorizes), split across threads by rows;
+* ``"elemental"`` -- one inner-product loop per output element (any dimension
+  numbers, f16/bf16 accumulated in f32).
+
+An output fusion (``kOutput``: dot + bias + relu ...) first writes the product
+into the output buffer, then applies the epilogue in place, element by element.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from xla_teach.backends.cpu.blas import CBLAS_NO_TRANS, CBLAS_ROW_MAJOR, CBLAS_TRANS, find_blas
+from xla_teach.backends.cpu.kernels.context import KernelContext, _loader, choose_partitions
+from xla_teach.backends.cpu.kernels.loop import emit_loop_kernel
+from xla_teach.backends.llvm import elemental_ops as ops
+from xla_teach.backends.llvm.elemental_emitter import ElementalEmitter
+from xla_teach.backends.llvm.elemental_windows import dot_index_maps
+from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64
+from xla_teach.backends.llvm.ir_types import F32, F64, I32, I64, PTR, compute_type
+from xla_teach.backends.llvm.loops import for_each_index, for_range
+from xla_teach.hlo.ir import HloInstruction
+from xla_teach.hlo.types import PrimitiveType
+
+BLAS_MIN_FLOPS = 48**3  # below this, emitted loops beat the call overhead
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """A dot as ``batch`` row-major GEMMs C[m,n] = op(A)[m,k] @ op(B)[k,n]."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+    trans_a: bool
+    trans_b: bool
+
+    @property
+    def lda(self) -> int:
+        return self.m if self.trans_a else self.k
+
+    @property
+    def ldb(self) -> int:
+        return self.k if self.trans_b else self.n
+
+
+def gemm_shape(dot: HloInstruction) -> GemmShape | None:
+    """The GEMM view of ``dot``, or None if its dimension numbers/layouts don't fit one."""
+    lhs, rhs = dot.operand(0).shape, dot.operand(1).shape
+    if not all(s.has_default_layout() for s in (lhs, rhs, dot.shape)):
+        return None
+    lb, lc, lf, rb, rc, rf = dot_index_maps(dot)
+    nb = len(lb)
+    if lb != list(range(nb)) or rb != list(range(nb)) or len(lc) != 1 or len(rc) != 1:
+        return None
+    if len(lf) > 1 or len(rf) > 1:
+        return None
+    m = lhs.dimensions[lf[0]] if lf else 1
+    n = rhs.dimensions[rf[0]] if rf else 1
+    k = lhs.dimensions[lc[0]]
+    batch = 1
+    for d in lb:
+        batch *= lhs.dimensions[d]
+    trans_a = bool(lf) and lc[0] < lf[0]
+    trans_b = bool(rf) and rf[0] < rc[0]
+    return GemmShape(batch, m, n, k, trans_a, trans_b)
+
+
+def choose_dot_strategy(dot: HloInstruction) -> str:
+    etype = dot.shape.element_type
+    same = all(op.shape.element_type is etype for op in dot.operands)
+    gemm = gemm_shape(dot)
+    if gemm is None or not same:
+        return "elemental"
+    flops = gemm.batch * gemm.m * gemm.n * gemm.k
+    if etype in (PrimitiveType.F32, PrimitiveType.F64) and flops >= BLAS_MIN_FLOPS and find_blas() is not None:
+        return "blas"
+    if gemm.batch == 1 and etype not in (PrimitiveType.F16, PrimitiveType.BF16, PrimitiveType.PRED):
+        return "loops"
+    return "elemental"
+
+
+def dot_strategy(dot: HloInstruction) -> str:
+    if dot.backend_config:
+        try:
+            return str(json.loads(dot.backend_config).get("dot_strategy", "")) or choose_dot_strategy(dot)
+        except json.JSONDecodeError:
+            pass
+    return choose_dot_strategy(dot)
+
+
+def find_dot(ctx: KernelContext) -> HloInstruction | None:
+    hero = ctx.hero()
+    if hero.opcode == "dot":
+        return hero
+    if ctx.instr.opcode == "fusion":
+        for instr in ctx.instr.fused_computation.instructions:
+            if instr.opcode == "dot":
+                return instr
+    return None
+
+
+def emit_dot_kernel(ctx: KernelContext) -> tuple[int, int]:
+    dot = find_dot(ctx)
+    assert dot is not None
+    strategy = dot_strategy(dot)
+    if strategy == "elemental":
+        return emit_loop_kernel(ctx)
+    out = ctx.output_arrays[0]
+    epilogue = _epilogue_emitter(ctx, dot, out) if ctx.hero() is not dot else None
+    if strategy == "blas":
+        _emit_blas(ctx, dot, out)
+        if epilogue is not None:
+            root = ctx.hero()
+            for_each_index(ctx.b, out.shape, lambda index: out.store(ctx.b, epilogue.value_at(root, index), index),
+                           "epilogue")
+        return 1, 1
+    return _emit_ikj(ctx, dot, ctx.emitter(), out, epilogue)
+
+
+def _operand_pointer(ctx: KernelContext, dot: HloInstruction, i: int) -> ir.Value:
+    operand = dot.operand(i)
+    if ctx.instr.opcode == "fusion":
+        assert operand.opcode == "parameter", "BLAS dots read fusion parameters directly"
+        return ctx.operand_arrays[operand.parameter_number].base
+    return ctx.operand_arrays[i].base
+
+
+def _emit_blas(ctx: KernelContext, dot: HloInstruction, out: IrArray) -> None:
+    blas = find_blas()
+    assert blas is not None
+    gemm = gemm_shape(dot)
+    assert gemm is not None
+    b = ctx.b
+    is_double = dot.shape.element_type is PrimitiveType.F64
+    fty = F64 if is_double else F32
+    ity = I64 if blas.int_bits == 64 else I32
+    name = blas.dgemm if is_double else blas.sgemm
+    fnty = ir.FunctionType(ir.VoidType(), [I32, I32, I32, ity, ity, ity, fty, PTR, ity, PTR, ity, fty, PTR, ity])
+    fn = b.module.globals.get(name) or ir.Function(b.module, fnty, name)
+    a_ptr, b_ptr = _operand_pointer(ctx, dot, 0), _operand_pointer(ctx, dot, 1)
+    elem = 8 if is_double else 4
+
+    def call(batch_index: ir.Value) -> None:
+        def at(base: ir.Value, elements: int) -> ir.Value:
+            offset = b.mul(batch_index, i64(elements * elem))
+            return b.gep(base, [offset], inbounds=True, source_etype=ir.IntType(8))
+
+        args = [ir.Constant(I32, CBLAS_ROW_MAJOR),
+                ir.Constant(I32, CBLAS_TRANS if gemm.trans_a else CBLAS_NO_TRANS),
+                ir.Constant(I32, CBLAS_TRANS if gemm.trans_b else CBLAS_NO_TRANS),
+                ir.Constant(ity, gemm.m), ir.Constant(ity, gemm.n), ir.Constant(ity, gemm.k),
+                ir.Constant(fty, 1.0), at(a_ptr, gemm.m * gemm.k), ir.Constant(ity, gemm.lda),
+                at(b_ptr, gemm.k * gemm.n), ir.Constant(ity, gemm.ldb), ir.Constant(fty, 0.0),
+                at(out.base, gemm.m * gemm.n), ir.Constant(ity, gemm.n)]
+        b.call(fn, args)
+
+    if gemm.m * gemm.n * gemm.k == 0:
+        return _zero_fill(ctx, out)
+    if gemm.batch == 1:
+        call(i64(0))
+    else:
+        with for_range(b, i64(gemm.batch), "batch") as bi:
+            call(bi)
+
+
+def _zero_fill(ctx: KernelContext, out: IrArray) -> None:
+    zero = ir.Constant(compute_type(out.shape.element_type), 0)
+    for_each_index(ctx.b, out.shape, lambda index: out.store(ctx.b, zero, index), "zero")
+
+
+def _emit_ikj(ctx: KernelContext, dot: HloInstruction, em: ElementalEmitter, out: IrArray,
+              epilogue: ElementalEmitter | None) -> tuple[int, int]:
+    """out[i, j] = sum_k A[i, k] * B[k, j] with j innermost (one GEMM, no batch); a fused
+    epilogue is applied to each finished row, inside the thread's own rows."""
+    gemm = gemm_shape(dot)
+    assert gemm is not None and gemm.batch == 1
+    b = ctx.b
+    lhs, rhs = dot.operand(0), dot.operand(1)
+    _, lc, lf, _, rc, rf = dot_index_maps(dot)
+    etype = dot.shape.element_type
+    zero = ir.Constant(compute_type(etype), 0)
+
+    def lhs_at(i: ir.Value, k: ir.Value) -> ir.Value:
+        index = [i64(0)] * lhs.shape.rank
+        index[lc[0]] = k
+        if lf:
+            index[lf[0]] = i
+        return em.value_at(lhs, IrIndex(tuple(index), lhs.shape))
+
+    def rhs_at(k: ir.Value, j: ir.Value) -> ir.Value:
+        index = [i64(0)] * rhs.shape.rank
+        index[rc[0]] = k
+        if rf:
+            index[rf[0]] = j
+        return em.value_at(rhs, IrIndex(tuple(index), rhs.shape))
+
+    def out_index(i: ir.Value, j: ir.Value) -> IrIndex:
+        dims = ([i] if lf else []) + ([j] if rf else [])
+        return IrIndex(tuple(dims), out.shape)
+
+    with for_range(b, ctx.kb.end, "i", ctx.kb.begin) as i:
+        with for_range(b, i64(gemm.n), "j0") as j:
+            out.store(b, zero, out_index(i, j))
+        with for_range(b, i64(gemm.k), "k") as k:
+            a = lhs_at(i, k)
+            with for_range(b, i64(gemm.n), "j") as j:
+                acc = out.load(b, out_index(i, j))
+                product = ops.emit_binary(b, "multiply", a, rhs_at(k, j), etype)
+                out.store(b, ops.emit_binary(b, "add", acc, product, etype), out_index(i, j))
+        if epilogue is not None:
+            root = ctx.hero()
+            with for_range(b, i64(gemm.n), "je") as j:
+                out.store(b, epilogue.value_at(root, out_index(i, j)), out_index(i, j))
+    return gemm.m, choose_partitions(gemm.m, gemm.m * gemm.n * gemm.k)
+
+
+def _epilogue_emitter(ctx: KernelContext, dot: HloInstruction, out: IrArray) -> ElementalEmitter:
+    """Generators for the fused epilogue, reading the dot's value back from ``out``."""
+    gens = {}
+    for param in ctx.instr.fused_computation.parameter_instructions:
+        gens[param.unique_id] = _loader(ctx, ctx.operand_arrays[param.parameter_number])
+    gens[dot.unique_id] = _loader(ctx, out)
+    return ElementalEmitter(ctx.b, gens)

@@ -1,0 +1,43 @@
+"""Loop kernels: one loop nest over the output, each element from the elemental emitter.
+
+Used for ``kLoop`` fusions and for every unfused elementwise or data-movement
+instruction (and for windows, convolutions and maps, whose generators loop
+inside). A multi-output loop fusion stores all its outputs in the same nest.
+The outermost loop honours ``[begin, end)`` so the runtime can split it::
+
+    for i0 in [begin, end):          # most-major dimension
+      for i1 in [0, n1):             # ... down to the contiguous one
+        out[i0, i1] = <fused expression at (i0, i1)>
+"""
+
+from __future__ import annotations
+
+from xla_teach.backends.cpu.kernels.context import KernelContext, choose_partitions
+from xla_teach.backends.llvm.ir_array import IrIndex
+from xla_teach.backends.llvm.loops import for_each_index
+from xla_teach.hlo.ir import HloInstruction
+
+
+def _elements(hero: HloInstruction) -> list[HloInstruction]:
+    return list(hero.operands) if hero.opcode == "tuple" else [hero]
+
+
+def emit_loop_kernel(ctx: KernelContext) -> tuple[int, int]:
+    """Returns (outer loop size, suggested partitions)."""
+    em = ctx.emitter()
+    elements = _elements(ctx.hero())
+    outputs = ctx.output_arrays
+    shape = outputs[0].shape
+    b = ctx.b
+
+    def body(index: IrIndex) -> None:
+        for element, out in zip(elements, outputs, strict=True):
+            value = em.value_at(element, IrIndex(index.dims, element.shape))
+            out.store(b, value, IrIndex(index.dims, out.shape))
+
+    if shape.rank == 0:
+        body(IrIndex.scalar(shape))
+        return 1, 1
+    for_each_index(b, shape, body, "loop", outer_range=(ctx.kb.begin, ctx.kb.end))
+    outer = shape.dimensions[list(reversed(shape.minor_to_major()))[0]]
+    return outer, choose_partitions(outer, shape.element_count() * max(1, len(elements)))

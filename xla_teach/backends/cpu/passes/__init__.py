@@ -1,0 +1,1 @@
+"""HLO passes only the CPU backend runs."""

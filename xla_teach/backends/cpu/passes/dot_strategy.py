@@ -1,0 +1,52 @@
+"""Choose how each dot runs on the CPU and write it into the HLO (``dot-strategy``).
+
+A student reading the optimized HLO should see whether a matrix product became
+a library call or emitted loops, the way XLA's CPU dumps show ``ynn_fusion``
+or Eigen custom calls. The choice lands in the dot's ``backend_config``:
+
+Before::
+
+    %dot = f32[512,512]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+
+After::
+
+    %dot = f32[512,512]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0},
+        backend_config={"dot_strategy":"blas"}
+
+``blas`` calls OpenBLAS's gemm; ``loops`` is an emitted i-k-j loop nest (small
+matrices, integer types); ``elemental`` is one inner product per output element
+(general dimension numbers, f16/bf16).
+"""
+
+from __future__ import annotations
+
+import json
+
+from xla_teach.backends.cpu.kernels.dot import choose_dot_strategy
+from xla_teach.hlo.ir import HloModule
+from xla_teach.passes.pass_base import HloPass
+
+
+class DotStrategy(HloPass):
+    name = "dot-strategy"
+    is_optimization = False
+
+    def run(self, module: HloModule) -> bool:
+        changed = False
+        for instr in module.instructions():
+            if instr.opcode != "dot":
+                continue
+            config = {}
+            if instr.backend_config:
+                try:
+                    config = json.loads(instr.backend_config)
+                except json.JSONDecodeError:
+                    continue
+            if "dot_strategy" in config:
+                continue
+            strategy = choose_dot_strategy(instr)
+            config["dot_strategy"] = strategy
+            instr.backend_config = json.dumps(config, separators=(",", ":"))
+            self.note(f"{instr.name}: {strategy}")
+            changed = True
+        return changed

@@ -1,0 +1,94 @@
+"""Split huge reductions in two so threads can share them (``tree_reduction_rewriter``).
+
+A reduction with a few outputs but millions of inputs per output runs on one
+core: its outer (parallel) loop has only a few iterations. Like XLA's pass of
+the same name, this rewrites it as a reduction to ``P`` partial results followed
+by a small reduction of those, which lets the first kernel run its ``P`` rows on
+all cores (the input is padded with the init value when ``P`` does not divide it).
+
+Before::
+
+    ROOT r = f32[] reduce(f32[16777216] x, f32[] zero), dimensions={0}, to_apply=add
+
+After::
+
+    xr = f32[64,262144] reshape(x)
+    partial = f32[64] reduce(xr, zero), dimensions={1}, to_apply=add
+    ROOT r = f32[] reduce(partial, zero), dimensions={0}, to_apply=add
+
+Only reductions of minor-most dimensions (row-major layouts) are rewritten.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xla_teach.hlo.attributes import PaddingDim
+from xla_teach.hlo.ir import HloInstruction, HloModule
+from xla_teach.hlo.shape import Shape
+from xla_teach.passes.fusion.instruction_fusion import fusible_computations
+from xla_teach.passes.pass_base import HloPass
+
+MIN_REDUCED_ELEMENTS = 1 << 16  # below this one core is fast enough
+TARGET_PARTS = 64
+MAX_KEPT_ELEMENTS = 16  # with more outputs than this the outer loop already parallelizes
+
+
+class TreeReductionRewriter(HloPass):
+    name = "tree_reduction_rewriter"
+
+    def __init__(self, parts: int = TARGET_PARTS, max_kept: int = MAX_KEPT_ELEMENTS,
+                 min_reduced: int = MIN_REDUCED_ELEMENTS) -> None:
+        super().__init__()
+        self.parts, self.max_kept, self.min_reduced = parts, max_kept, min_reduced
+
+    def run(self, module: HloModule) -> bool:
+        changed = False
+        for comp in fusible_computations(module):
+            for instr in list(comp.instructions):
+                if self._eligible(instr):
+                    self._rewrite(instr)
+                    changed = True
+        return changed
+
+    def _eligible(self, instr: HloInstruction) -> bool:
+        if instr.opcode != "reduce" or instr.operand_count != 2:
+            return False
+        shape = instr.operand(0).shape
+        dims = sorted(instr.dimensions)
+        if not shape.has_default_layout() or dims != list(range(shape.rank - len(dims), shape.rank)) or not dims:
+            return False
+        reduced = math.prod(shape.dimensions[d] for d in dims)
+        kept = shape.element_count() // max(reduced, 1)
+        return reduced >= self.min_reduced and kept <= self.max_kept
+
+    def _rewrite(self, reduce: HloInstruction) -> None:
+        comp = reduce.parent
+        assert comp is not None
+        operand, init = reduce.operand(0), reduce.operand(1)
+        shape = operand.shape
+        reduced = math.prod(shape.dimensions[d] for d in reduce.dimensions)
+        kept = math.prod(shape.dimensions[d] for d in range(shape.rank) if d not in reduce.dimensions)
+        parts = self.parts
+        per_part = math.ceil(reduced / parts)
+        etype = shape.element_type
+        lead = (kept,) if kept > 1 else ()  # a single output needs no kept dimension
+        flat = self._add(comp, "reshape", Shape.array(etype, lead + (reduced,)), [operand], {}, reduce)
+        if per_part * parts != reduced:
+            padded = Shape.array(etype, lead + (per_part * parts,))
+            pads = (PaddingDim(0, 0),) * len(lead) + (PaddingDim(0, per_part * parts - reduced),)
+            flat = self._add(comp, "pad", padded, [flat, init], {"padding": pads}, reduce)
+        split = self._add(comp, "reshape", Shape.array(etype, lead + (parts, per_part)), [flat], {}, reduce)
+        partial = self._add(comp, "reduce", Shape.array(etype, lead + (parts,)), [split, init],
+                            {"dimensions": (len(lead) + 1,), "to_apply": reduce.to_apply}, reduce)
+        total = self._add(comp, "reduce", Shape.array(etype, lead), [partial, init],
+                          {"dimensions": (len(lead),), "to_apply": reduce.to_apply}, reduce)
+        result = self._add(comp, "reshape", reduce.shape, [total], {}, reduce)
+        self.note(f"{reduce.name}: {reduced} elements -> {parts} partial sums of {per_part}")
+        comp.replace_instruction(reduce, result)
+
+    @staticmethod
+    def _add(comp, opcode: str, shape: Shape, operands: list, attrs: dict, like: HloInstruction):  # type: ignore[no-untyped-def]
+        instr = HloInstruction(opcode, shape, operands, attrs)
+        instr.metadata = like.metadata
+        return comp.add_instruction(instr)

@@ -1,0 +1,401 @@
+"""The elemental emitter: "the value of instruction X at index i", as LLVM IR.
+
+This is the heart of fusion code generation, in CPU and GPU backends alike. For
+every HLO instruction it builds a *generator*: a function that, given an
+output index, emits the IR computing that one element from its operands'
+generators. Data-movement ops are pure index arithmetic (a transpose permutes
+the index, a broadcast drops dimensions, a slice adds an offset), so a fused
+chain ``transpose -> add -> exp`` becomes straight-line code with no
+intermediate array in memory::
+
+    exp_gen(i)  = exp(add_gen(i))
+    add_gen(i)  = x.load(i) + transpose_gen(i)
+    transpose_gen([i0, i1]) = y.load([i1, i0])
+
+Values are cached per (instruction, index, basic block), so an instruction read
+twice at the same index is computed once. Reductions, windows, dots and
+convolutions emit inner loops (:mod:`elemental_windows`). Out-of-range reads
+never happen: pad, concatenate and dynamic slices clamp before loading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from llvmlite import ir
+
+from xla_teach.backends.llvm import elemental_ops as ops
+from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, delinearize, i64, linearize, row_major_linear
+from xla_teach.backends.llvm.ir_types import I64, compute_type, const
+from xla_teach.hlo.ir import HloInstruction
+from xla_teach.hlo.opcodes import OpKind
+from xla_teach.hlo.shape import Shape
+
+Generator = Callable[[IrIndex], ir.Value]
+
+
+class ElementalEmitter:
+    """Generators for the instructions of one computation (usually a fused one)."""
+
+    def __init__(self, b: ir.IRBuilder, parameter_generators: dict[int, Generator],
+                 reassociate: bool = False) -> None:
+        """``parameter_generators`` maps a parameter's unique_id to its generator
+        (normally an :class:`IrArray` load of a kernel argument). ``reassociate``
+        lets float adds/multiplies be reordered (for reduction bodies)."""
+        self.b = b
+        self.reassociate = reassociate
+        self._generators: dict[int, Generator] = dict(parameter_generators)
+        self._cache: dict[tuple[int, int, int], tuple[IrIndex, ir.Block, ir.Value]] = {}
+
+    # ---- public -----------------------------------------------------------------------
+    def generator(self, instr: HloInstruction) -> Generator:
+        gen = self._generators.get(instr.unique_id)
+        if gen is None:
+            raw = self._make_generator(instr)
+
+            def cached(index: IrIndex, _raw: Generator = raw, _id: int = instr.unique_id) -> ir.Value:
+                key = (_id, id(index), id(self.b.block))
+                hit = self._cache.get(key)
+                if hit is not None and hit[0] is index and hit[1] is self.b.block:
+                    return hit[2]
+                value = _raw(index)
+                self._cache[key] = (index, self.b.block, value)
+                return value
+
+            gen = self._generators[instr.unique_id] = cached
+        return gen
+
+    def value_at(self, instr: HloInstruction, index: IrIndex) -> ir.Value:
+        return self.generator(instr)(index)
+
+    # ---- dispatch ---------------------------------------------------------------------
+    def _make_generator(self, instr: HloInstruction) -> Generator:
+        op = instr.opcode
+        handler = getattr(self, "_gen_" + op.replace("-", "_"), None)
+        if handler is not None:
+            return handler(instr)
+        if instr.info.kind is OpKind.UNARY:
+            return self._gen_unary(instr)
+        if instr.info.kind is OpKind.BINARY:
+            return self._gen_binary(instr)
+        from xla_teach.backends.llvm import elemental_windows
+
+        special = elemental_windows.generator_for(self, instr)
+        if special is None:
+            raise NotImplementedError(f"no elemental generator for {op} ({instr.name})")
+        return special
+
+    def _operand_at(self, instr: HloInstruction, i: int, index: IrIndex) -> ir.Value:
+        """Operand ``i`` at ``index`` (scalar operands ignore the index)."""
+        operand = instr.operand(i)
+        if operand.shape.rank == 0:
+            return self.value_at(operand, IrIndex.scalar(operand.shape))
+        if operand.shape.dimensions == index.shape.dimensions:
+            same = index if operand.shape.minor_to_major() == index.shape.minor_to_major() else IrIndex(
+                index.dims, operand.shape)
+            return self.value_at(operand, same)
+        raise AssertionError(f"{instr.name}: operand {i} has shape {operand.shape}, index is over {index.shape}")
+
+    # ---- leaves -----------------------------------------------------------------------
+    def _gen_parameter(self, instr: HloInstruction) -> Generator:
+        raise KeyError(f"no generator was given for parameter {instr.name}")
+
+    def _gen_constant(self, instr: HloInstruction) -> Generator:
+        ptype = instr.shape.element_type
+        if instr.shape.rank == 0:
+            value = instr.literal[()]
+            return lambda index: const(ptype, value.item() if hasattr(value, "item") else value)
+        array = constant_array(self.b.module, instr)
+        return lambda index: array.load(self.b, IrIndex(index.dims, instr.shape, index.linear))
+
+    def _gen_iota(self, instr: HloInstruction) -> Generator:
+        dim = int(instr.attrs["iota_dimension"])
+        ptype = instr.shape.element_type
+
+        def gen(index: IrIndex) -> ir.Value:
+            from xla_teach.hlo.types import PrimitiveType
+
+            return ops.emit_convert(self.b, index.dims[dim], PrimitiveType.S64, ptype)
+
+        return gen
+
+    # ---- elementwise ------------------------------------------------------------------
+    def _gen_unary(self, instr: HloInstruction) -> Generator:
+        ptype = instr.operand(0).shape.element_type
+        return lambda index: ops.emit_unary(self.b, instr.opcode, self._operand_at(instr, 0, index), ptype)
+
+    def _gen_binary(self, instr: HloInstruction) -> Generator:
+        ptype = instr.operand(0).shape.element_type
+
+        def gen(index: IrIndex) -> ir.Value:
+            x = self._operand_at(instr, 0, index)
+            y = self._operand_at(instr, 1, index)
+            return ops.emit_binary(self.b, instr.opcode, x, y, ptype, reassociate=self.reassociate)
+
+        return gen
+
+    def _gen_compare(self, instr: HloInstruction) -> Generator:
+        ptype = instr.operand(0).shape.element_type
+        direction, cmp_type = instr.attrs["direction"], instr.attrs.get("type")
+
+        def gen(index: IrIndex) -> ir.Value:
+            x, y = self._operand_at(instr, 0, index), self._operand_at(instr, 1, index)
+            return ops.emit_compare(self.b, direction, cmp_type, x, y, ptype)
+
+        return gen
+
+    def _gen_select(self, instr: HloInstruction) -> Generator:
+        def gen(index: IrIndex) -> ir.Value:
+            pred = self._operand_at(instr, 0, index)
+            on_true, on_false = self._operand_at(instr, 1, index), self._operand_at(instr, 2, index)
+            return self.b.select(pred, on_true, on_false)
+
+        return gen
+
+    def _gen_clamp(self, instr: HloInstruction) -> Generator:
+        ptype = instr.shape.element_type
+
+        def gen(index: IrIndex) -> ir.Value:
+            lo, x, hi = (self._operand_at(instr, i, index) for i in range(3))
+            return ops.emit_clamp(self.b, lo, x, hi, ptype)
+
+        return gen
+
+    def _gen_convert(self, instr: HloInstruction) -> Generator:
+        src, dst = instr.operand(0).shape.element_type, instr.shape.element_type
+        return lambda index: ops.emit_convert(self.b, self._operand_at(instr, 0, index), src, dst)
+
+    def _gen_reduce_precision(self, instr: HloInstruction) -> Generator:
+        ptype = instr.shape.element_type
+        e, m = int(instr.attrs["exponent_bits"]), int(instr.attrs["mantissa_bits"])
+        return lambda index: ops.emit_reduce_precision(self.b, self._operand_at(instr, 0, index), ptype, e, m)
+
+    def _gen_copy(self, instr: HloInstruction) -> Generator:
+        return lambda index: self._operand_at(instr, 0, index)
+
+    _gen_opt_barrier = _gen_copy
+
+    def _gen_bitcast_convert(self, instr: HloInstruction) -> Generator:
+        from xla_teach.backends.llvm.elemental_windows import bitcast_convert_generator
+
+        return bitcast_convert_generator(self, instr)
+
+    # ---- data movement: index arithmetic ------------------------------------------------
+    def _gen_broadcast(self, instr: HloInstruction) -> Generator:
+        operand = instr.operand(0)
+        dims = instr.dimensions
+        return lambda index: self.value_at(operand, IrIndex(tuple(index.dims[d] for d in dims), operand.shape))
+
+    def _gen_reshape(self, instr: HloInstruction) -> Generator:
+        operand = instr.operand(0)
+
+        def gen(index: IrIndex) -> ir.Value:
+            if operand.shape.dimensions == instr.shape.dimensions:
+                return self.value_at(operand, IrIndex(index.dims, operand.shape))
+            linear = row_major_linear(self.b, index)
+            source = delinearize(self.b, linear, operand.shape)
+            if operand.shape.has_default_layout():
+                source = IrIndex(source.dims, operand.shape, linear)
+            return self.value_at(operand, source)
+
+        return gen
+
+    def _gen_bitcast(self, instr: HloInstruction) -> Generator:
+        """Same bytes, new shape/layout: map through the *physical* position."""
+        operand = instr.operand(0)
+
+        def gen(index: IrIndex) -> ir.Value:
+            physical = linearize(self.b, index)
+            return self.value_at(operand, delinearize_physical(self.b, physical, operand.shape))
+
+        return gen
+
+    def _gen_transpose(self, instr: HloInstruction) -> Generator:
+        operand = instr.operand(0)
+        perm = instr.dimensions
+
+        def gen(index: IrIndex) -> ir.Value:
+            source: list[ir.Value] = [i64(0)] * operand.shape.rank
+            for k, p in enumerate(perm):
+                source[p] = index.dims[k]
+            return self.value_at(operand, IrIndex(tuple(source), operand.shape))
+
+        return gen
+
+    def _gen_slice(self, instr: HloInstruction) -> Generator:
+        operand = instr.operand(0)
+        spec = instr.attrs["slice"]
+
+        def gen(index: IrIndex) -> ir.Value:
+            source = []
+            for value, s in zip(index.dims, spec, strict=True):
+                scaled = value if s.stride == 1 else self.b.mul(value, i64(s.stride))
+                source.append(scaled if s.start == 0 else self.b.add(scaled, i64(s.start)))
+            return self.value_at(operand, IrIndex(tuple(source), operand.shape))
+
+        return gen
+
+    def _gen_reverse(self, instr: HloInstruction) -> Generator:
+        operand = instr.operand(0)
+        dims = set(instr.dimensions)
+
+        def gen(index: IrIndex) -> ir.Value:
+            source = tuple(
+                self.b.sub(i64(operand.shape.dimensions[d] - 1), v) if d in dims else v
+                for d, v in enumerate(index.dims))
+            return self.value_at(operand, IrIndex(source, operand.shape))
+
+        return gen
+
+    def _gen_pad(self, instr: HloInstruction) -> Generator:
+        operand, pad_value = instr.operand(0), instr.operand(1)
+        config = instr.attrs["padding"]
+        b = self.b
+
+        def gen(index: IrIndex) -> ir.Value:
+            inside = ir.Constant(ir.IntType(1), 1)
+            source = []
+            for d, (value, p) in enumerate(zip(index.dims, config, strict=True)):
+                size = operand.shape.dimensions[d]
+                shifted = b.sub(value, i64(p.low))
+                step = p.interior + 1
+                pos = shifted if step == 1 else b.sdiv(shifted, i64(step))
+                ok = b.and_(b.icmp_signed(">=", shifted, i64(0)), b.icmp_signed("<", pos, i64(size)))
+                if step != 1:
+                    ok = b.and_(ok, b.icmp_signed("==", b.srem(shifted, i64(step)), i64(0)))
+                inside = b.and_(inside, ok)
+                source.append(clamp_index(b, pos, size))
+            value = self.value_at(operand, IrIndex(tuple(source), operand.shape))
+            return b.select(inside, value, self.value_at(pad_value, IrIndex.scalar(pad_value.shape)))
+
+        return gen
+
+    def _gen_concatenate(self, instr: HloInstruction) -> Generator:
+        dim = instr.dimensions[0]
+        b = self.b
+
+        def gen(index: IrIndex) -> ir.Value:
+            result = None
+            offset = 0
+            for operand in instr.operands:
+                size = operand.shape.dimensions[dim]
+                local = b.sub(index.dims[dim], i64(offset))
+                source = list(index.dims)
+                source[dim] = clamp_index(b, local, size)
+                value = self.value_at(operand, IrIndex(tuple(source), operand.shape))
+                if result is None:
+                    result = value
+                else:
+                    result = b.select(b.icmp_signed(">=", index.dims[dim], i64(offset)), value, result)
+                offset += size
+            assert result is not None
+            return result
+
+        return gen
+
+    def _gen_dynamic_slice(self, instr: HloInstruction) -> Generator:
+        operand = instr.operand(0)
+        sizes = instr.attrs["dynamic_slice_sizes"]
+
+        def gen(index: IrIndex) -> ir.Value:
+            starts = self.clamped_starts(instr, 1, operand.shape, sizes)
+            source = tuple(self.b.add(v, s) for v, s in zip(index.dims, starts, strict=True))
+            return self.value_at(operand, IrIndex(source, operand.shape))
+
+        return gen
+
+    def _gen_dynamic_update_slice(self, instr: HloInstruction) -> Generator:
+        operand, update = instr.operand(0), instr.operand(1)
+        b = self.b
+
+        def gen(index: IrIndex) -> ir.Value:
+            starts = self.clamped_starts(instr, 2, operand.shape, update.shape.dimensions)
+            inside = ir.Constant(ir.IntType(1), 1)
+            local = []
+            for v, s, size in zip(index.dims, starts, update.shape.dimensions, strict=True):
+                rel = b.sub(v, s)
+                inside = b.and_(inside, b.and_(b.icmp_signed(">=", rel, i64(0)), b.icmp_signed("<", rel, i64(size))))
+                local.append(clamp_index(b, rel, size))
+            new = self.value_at(update, IrIndex(tuple(local), update.shape))
+            old = self.value_at(operand, IrIndex(index.dims, operand.shape))
+            return b.select(inside, new, old)
+
+        return gen
+
+    def clamped_starts(self, instr: HloInstruction, first: int, shape: Shape, sizes: tuple[int, ...]) -> list[ir.Value]:
+        """Start indices (operands ``first``...) clamped to ``[0, dim - size]`` as i64."""
+        starts = []
+        for d in range(shape.rank):
+            operand = instr.operand(first + d)
+            raw = self.value_at(operand, IrIndex.scalar(operand.shape))
+            wide = widen_index(self.b, raw, operand.shape.element_type.is_signed_int)
+            starts.append(clamp_range(self.b, wide, 0, shape.dimensions[d] - sizes[d]))
+        return starts
+
+
+# ---------------------------------------------------------------------------------------
+# Small helpers shared with the kernel emitters
+# ---------------------------------------------------------------------------------------
+def widen_index(b: ir.IRBuilder, value: ir.Value, signed: bool) -> ir.Value:
+    if value.type == I64:
+        return value
+    if value.type.width > 64:
+        return b.trunc(value, I64)
+    return b.sext(value, I64) if signed else b.zext(value, I64)
+
+
+def clamp_range(b: ir.IRBuilder, value: ir.Value, lo: int, hi: int) -> ir.Value:
+    """``min(max(value, lo), hi)`` on signed i64 (``hi < lo`` yields ``lo``)."""
+    hi = max(hi, lo)
+    value = b.select(b.icmp_signed("<", value, i64(lo)), i64(lo), value)
+    return b.select(b.icmp_signed(">", value, i64(hi)), i64(hi), value)
+
+
+def clamp_index(b: ir.IRBuilder, value: ir.Value, size: int) -> ir.Value:
+    """A safe index into a dimension of ``size`` (for loads whose result may be discarded)."""
+    return clamp_range(b, value, 0, max(size - 1, 0))
+
+
+def delinearize_physical(b: ir.IRBuilder, linear: ir.Value, shape: Shape) -> IrIndex:
+    """The logical index stored at physical position ``linear`` under ``shape``'s layout."""
+    dims: list[ir.Value] = [i64(0)] * shape.rank
+    remaining = linear
+    order = list(shape.minor_to_major())
+    for n, d in enumerate(order):
+        size = shape.dimensions[d]
+        if n == len(order) - 1:
+            dims[d] = remaining
+        elif size == 1:
+            dims[d] = i64(0)
+        else:
+            dims[d] = b.urem(remaining, i64(size))
+            remaining = b.udiv(remaining, i64(size))
+    return IrIndex(tuple(dims), shape, linear)
+
+
+def constant_array(module: ir.Module, instr: HloInstruction) -> IrArray:
+    """An HLO array constant as a private global in the LLVM module."""
+    from xla_teach.backends.llvm.ir_types import storage_type
+
+    name = f"constant.{instr.name}"
+    if name in module.globals:
+        return IrArray(module.globals[name], instr.shape, instr.name)
+    etype = instr.shape.element_type
+    storage = storage_type(etype)
+    flat = instr.literal.reshape(-1)
+    raw = flat.view(f"u{etype.byte_size}") if etype.is_float and etype.bit_width == 16 else flat
+    if etype.is_float and etype.bit_width != 16:
+        items = [ir.Constant(storage, float(v)) for v in raw]
+    else:
+        items = [ir.Constant(storage, int(v) & ((1 << storage.width) - 1)) for v in raw]
+    array_type = ir.ArrayType(storage, len(items))
+    var = ir.GlobalVariable(module, array_type, name)
+    var.global_constant = True
+    var.linkage = "private"
+    var.initializer = ir.Constant(array_type, items)
+    var.align = 64
+    return IrArray(var, instr.shape, instr.name)
+
+
+def zero_of(ptype_shape: Shape) -> ir.Constant:
+    return ir.Constant(compute_type(ptype_shape.element_type), 0)

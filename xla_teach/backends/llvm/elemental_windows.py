@@ -1,0 +1,378 @@
+"""Elemental generators that loop: reduce, reduce-window, dot, convolution, map,
+gather, bitcast-convert across widths, and tuple plumbing inside fusions.
+
+"The value at index i" of a reduction is itself a loop over the reduced
+elements, accumulating with the reducer computation emitted inline. The same
+holds for a window of reduce-window, the contracting dimensions of a dot, and
+the kernel window of a convolution. These generators are the general (and
+obviously correct) lowering; the kernel emitters add faster strategies (row and
+column reductions, tiled or BLAS dots) where the shape allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from llvmlite import ir
+
+from xla_teach.backends.llvm import elemental_ops as ops
+from xla_teach.backends.llvm.elemental_emitter import (
+    ElementalEmitter,
+    Generator,
+    clamp_index,
+    widen_index,
+)
+from xla_teach.backends.llvm.ir_array import IrIndex, i64
+from xla_teach.backends.llvm.ir_types import I1, compute_type, round_to_type, storage_type
+from xla_teach.backends.llvm.loops import for_range, stack_slot
+from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
+from xla_teach.hlo.ir import HloInstruction
+from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.types import PrimitiveType
+
+
+def generator_for(em: ElementalEmitter, instr: HloInstruction) -> Generator | None:
+    table: dict[str, Callable[[ElementalEmitter, HloInstruction], Generator]] = {
+        "reduce": reduce_generator,
+        "reduce-window": reduce_window_generator,
+        "dot": dot_generator,
+        "convolution": convolution_generator,
+        "map": map_generator,
+        "gather": gather_generator,
+        "tuple": tuple_generator,
+        "get-tuple-element": gte_generator,
+    }
+    make = table.get(instr.opcode)
+    return make(em, instr) if make else None
+
+
+def loop_nest(b: ir.IRBuilder, sizes: list[int], name: str, body: Callable[[list[ir.Value]], None]) -> None:
+    """Nested counted loops over ``sizes`` (outermost first)."""
+    values: list[ir.Value] = []
+
+    def nest(level: int) -> None:
+        if level == len(sizes):
+            body(values)
+            return
+        with for_range(b, i64(sizes[level]), f"{name}{level}") as i:
+            values.append(i)
+            nest(level + 1)
+            values.pop()
+
+    if all(s > 0 for s in sizes):
+        nest(0)
+
+
+def _accumulators(em: ElementalEmitter, inits: list[ir.Value], name: str) -> list[ir.AllocaInstr]:
+    slots = []
+    for k, value in enumerate(inits):
+        slot = stack_slot(em.b, value.type, f"{name}.acc{k}")
+        em.b.store(value, slot)
+        slots.append(slot)
+    return slots
+
+
+def _scalar(em: ElementalEmitter, instr: HloInstruction) -> ir.Value:
+    return em.value_at(instr, IrIndex.scalar(instr.shape))
+
+
+# ---------------------------------------------------------------------------------------
+# reduce
+# ---------------------------------------------------------------------------------------
+def reduce_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
+    n = instr.operand_count // 2
+    inputs, inits = instr.operands[:n], instr.operands[n:]
+    reduced = sorted(instr.dimensions)
+    in_shape = inputs[0].shape
+    kept = [d for d in range(in_shape.rank) if d not in reduced]
+    # Loop over reduced dims major-to-minor in the input's layout (contiguous innermost).
+    loop_dims = [d for d in reversed(in_shape.minor_to_major()) if d in reduced]
+    b = em.b
+
+    def gen(index: IrIndex) -> ir.Value | tuple[ir.Value, ...]:
+        accs = _accumulators(em, [_scalar(em, init) for init in inits], instr.name)
+
+        def body(loop_values: list[ir.Value]) -> None:
+            full: list[ir.Value] = [i64(0)] * in_shape.rank
+            for d, v in zip(kept, index.dims, strict=True):
+                full[d] = v
+            for d, v in zip(loop_dims, loop_values, strict=True):
+                full[d] = v
+            values = [em.value_at(inp, IrIndex(tuple(full), inp.shape)) for inp in inputs]
+            current = [b.load(acc) for acc in accs]
+            new = emit_scalar_computation(b, instr.to_apply, current + values, reassociate=True)
+            for acc, value in zip(accs, new, strict=True):
+                b.store(value, acc)
+
+        loop_nest(b, [in_shape.dimensions[d] for d in loop_dims], f"{instr.name}.r", body)
+        results = [b.load(acc) for acc in accs]
+        return results[0] if n == 1 else tuple(results)
+
+    return gen
+
+
+# ---------------------------------------------------------------------------------------
+# reduce-window
+# ---------------------------------------------------------------------------------------
+def window_position(b: ir.IRBuilder, out: ir.Value, k: ir.Value, dim, size: int) -> tuple[ir.Value, ir.Value]:
+    """Input position of window element ``k`` at output position ``out`` along one dimension,
+    and whether it falls on a real element (not padding, not a base-dilation hole)."""
+    pos = b.sub(b.add(b.mul(out, i64(dim.stride)), b.mul(k, i64(dim.window_dilation))), i64(dim.padding_low))
+    ok = b.icmp_signed(">=", pos, i64(0))
+    if dim.base_dilation != 1:
+        ok = b.and_(ok, b.icmp_signed("==", b.srem(pos, i64(dim.base_dilation)), i64(0)))
+        pos = b.sdiv(pos, i64(dim.base_dilation))
+    ok = b.and_(ok, b.icmp_signed("<", pos, i64(size)))
+    return clamp_index(b, pos, size), ok
+
+
+def reduce_window_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
+    n = instr.operand_count // 2
+    inputs, inits = instr.operands[:n], instr.operands[n:]
+    window = instr.attrs["window"].dimensions
+    in_shape = inputs[0].shape
+    b = em.b
+
+    def gen(index: IrIndex) -> ir.Value | tuple[ir.Value, ...]:
+        init_values = [_scalar(em, init) for init in inits]
+        accs = _accumulators(em, init_values, instr.name)
+
+        def body(ks: list[ir.Value]) -> None:
+            inside = ir.Constant(I1, 1)
+            source = []
+            for d, (k, wd) in enumerate(zip(ks, window, strict=True)):
+                kk = b.sub(i64(wd.size - 1), k) if wd.window_reversal else k
+                pos, ok = window_position(b, index.dims[d], kk, wd, in_shape.dimensions[d])
+                source.append(pos)
+                inside = b.and_(inside, ok)
+            values = [b.select(inside, em.value_at(inp, IrIndex(tuple(source), inp.shape)), init)
+                      for inp, init in zip(inputs, init_values, strict=True)]
+            current = [b.load(acc) for acc in accs]
+            new = emit_scalar_computation(b, instr.to_apply, current + values)
+            for acc, value in zip(accs, new, strict=True):
+                b.store(value, acc)
+
+        loop_nest(b, [wd.size for wd in window], f"{instr.name}.w", body)
+        results = [b.load(acc) for acc in accs]
+        return results[0] if n == 1 else tuple(results)
+
+    return gen
+
+
+# ---------------------------------------------------------------------------------------
+# dot
+# ---------------------------------------------------------------------------------------
+def dot_index_maps(instr: HloInstruction) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
+    """(lhs batch, lhs contracting, lhs free, rhs batch, rhs contracting, rhs free) dimensions."""
+    lhs, rhs = instr.operand(0).shape, instr.operand(1).shape
+    lb, lc = list(instr.attr("lhs_batch_dims")), list(instr.attr("lhs_contracting_dims"))
+    rb, rc = list(instr.attr("rhs_batch_dims")), list(instr.attr("rhs_contracting_dims"))
+    lf = [d for d in range(lhs.rank) if d not in lb and d not in lc]
+    rf = [d for d in range(rhs.rank) if d not in rb and d not in rc]
+    return lb, lc, lf, rb, rc, rf
+
+
+def accumulation_type(ptype: PrimitiveType) -> PrimitiveType:
+    """f16/bf16 products accumulate in f32; everything else in its own type."""
+    return PrimitiveType.F32 if ptype in (PrimitiveType.F16, PrimitiveType.BF16) else ptype
+
+
+def dot_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
+    lhs, rhs = instr.operand(0), instr.operand(1)
+    lb, lc, lf, rb, rc, rf = dot_index_maps(instr)
+    out_type = instr.shape.element_type
+    acc_type = accumulation_type(out_type)
+    b = em.b
+
+    def gen(index: IrIndex) -> ir.Value:
+        nb = len(lb)
+        batch, lfree, rfree = index.dims[:nb], index.dims[nb:nb + len(lf)], index.dims[nb + len(lf):]
+        acc = _accumulators(em, [ir.Constant(compute_type(acc_type), 0)], instr.name)[0]
+
+        def body(ks: list[ir.Value]) -> None:
+            li: list[ir.Value] = [i64(0)] * lhs.shape.rank
+            ri: list[ir.Value] = [i64(0)] * rhs.shape.rank
+            for dims, values, target in ((lb, batch, li), (lf, lfree, li), (lc, ks, li),
+                                         (rb, batch, ri), (rf, rfree, ri), (rc, ks, ri)):
+                for d, v in zip(dims, values, strict=True):
+                    target[d] = v
+            x = ops.emit_convert(b, em.value_at(lhs, IrIndex(tuple(li), lhs.shape)), lhs.shape.element_type,
+                                 acc_type)
+            y = ops.emit_convert(b, em.value_at(rhs, IrIndex(tuple(ri), rhs.shape)), rhs.shape.element_type,
+                                 acc_type)
+            product = ops.emit_binary(b, "multiply", x, y, acc_type)
+            b.store(ops.emit_binary(b, "add", b.load(acc), product, acc_type, reassociate=True), acc)
+
+        loop_nest(b, [lhs.shape.dimensions[d] for d in lc], f"{instr.name}.k", body)
+        return ops.emit_convert(b, b.load(acc), acc_type, out_type)
+
+    return gen
+
+
+# ---------------------------------------------------------------------------------------
+# convolution
+# ---------------------------------------------------------------------------------------
+def convolution_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
+    lhs, rhs = instr.operand(0), instr.operand(1)
+    dn = instr.attrs["dim_labels"]
+    window = instr.attrs["window"].dimensions
+    groups = int(instr.attr("feature_group_count"))
+    batch_groups = int(instr.attr("batch_group_count"))
+    in_features_per_group = rhs.shape.dimensions[dn.kernel_input_feature_dimension]
+    out_features = rhs.shape.dimensions[dn.kernel_output_feature_dimension]
+    out_batch = instr.shape.dimensions[dn.output_batch_dimension]
+    out_type = instr.shape.element_type
+    acc_type = accumulation_type(out_type)
+    b = em.b
+
+    def gen(index: IrIndex) -> ir.Value:
+        o = index.dims[dn.output_feature_dimension]
+        n = index.dims[dn.output_batch_dimension]
+        feature_group = b.sdiv(o, i64(out_features // groups))
+        batch_group = b.sdiv(o, i64(out_features // batch_groups))
+        in_batch = b.add(n, b.mul(batch_group, i64(out_batch)))
+        acc = _accumulators(em, [ir.Constant(compute_type(acc_type), 0)], instr.name)[0]
+        sizes = [in_features_per_group] + [wd.size for wd in window]
+
+        def body(loop: list[ir.Value]) -> None:
+            i, ks = loop[0], loop[1:]
+            li: list[ir.Value] = [i64(0)] * lhs.shape.rank
+            ri: list[ir.Value] = [i64(0)] * rhs.shape.rank
+            li[dn.input_batch_dimension] = in_batch
+            li[dn.input_feature_dimension] = b.add(b.mul(feature_group, i64(in_features_per_group)), i)
+            ri[dn.kernel_input_feature_dimension] = i
+            ri[dn.kernel_output_feature_dimension] = o
+            inside = ir.Constant(I1, 1)
+            for s, (k, wd) in enumerate(zip(ks, window, strict=True)):
+                out_pos = index.dims[dn.output_spatial_dimensions[s]]
+                in_dim = dn.input_spatial_dimensions[s]
+                kk = b.sub(i64(wd.size - 1), k) if wd.window_reversal else k
+                pos, ok = window_position(b, out_pos, k, wd, lhs.shape.dimensions[in_dim])
+                li[in_dim] = pos
+                ri[dn.kernel_spatial_dimensions[s]] = kk
+                inside = b.and_(inside, ok)
+            x = ops.emit_convert(b, em.value_at(lhs, IrIndex(tuple(li), lhs.shape)), lhs.shape.element_type,
+                                 acc_type)
+            y = ops.emit_convert(b, em.value_at(rhs, IrIndex(tuple(ri), rhs.shape)), rhs.shape.element_type,
+                                 acc_type)
+            product = ops.emit_binary(b, "multiply", x, y, acc_type)
+            product = b.select(inside, product, ir.Constant(product.type, 0))
+            b.store(ops.emit_binary(b, "add", b.load(acc), product, acc_type, reassociate=True), acc)
+
+        loop_nest(b, sizes, f"{instr.name}.k", body)
+        return ops.emit_convert(b, b.load(acc), acc_type, out_type)
+
+    return gen
+
+
+# ---------------------------------------------------------------------------------------
+# map, gather, bitcast-convert, tuples
+# ---------------------------------------------------------------------------------------
+def map_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
+    def gen(index: IrIndex) -> ir.Value:
+        args = [em.value_at(op, IrIndex(index.dims, op.shape)) for op in instr.operands]
+        return emit_scalar_computation(em.b, instr.to_apply, args)[0]
+
+    return gen
+
+
+def gather_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
+    operand, indices = instr.operand(0), instr.operand(1)
+    offset_dims = list(instr.attrs["offset_dims"])
+    collapsed = set(instr.attrs["collapsed_slice_dims"])
+    start_map = list(instr.attrs["start_index_map"])
+    op_batching = list(instr.attr("operand_batching_dims"))
+    idx_batching = list(instr.attr("start_indices_batching_dims"))
+    ivd = int(instr.attrs["index_vector_dim"])
+    slice_sizes = list(instr.attrs["slice_sizes"])
+    out_rank = instr.shape.rank
+    batch_dims = [d for d in range(out_rank) if d not in offset_dims]
+    implicit = ivd == indices.shape.rank
+    idx_rank = indices.shape.rank
+    # indices dims other than index_vector_dim, in order, pair with output batch dims
+    idx_batch_positions = [d for d in range(idx_rank) if d != ivd]
+    window_dims = [d for d in range(operand.shape.rank) if d not in collapsed and d not in op_batching]
+    signed = indices.shape.element_type.is_signed_int
+    b = em.b
+
+    def gen(index: IrIndex) -> ir.Value:
+        batch_values = [index.dims[d] for d in batch_dims]
+        position: list[ir.Value] = [i64(0)] * idx_rank
+        for d, v in zip(idx_batch_positions, batch_values, strict=True):
+            position[d] = v
+        start: list[ir.Value] = [i64(0)] * operand.shape.rank
+        for k, od in enumerate(start_map):
+            if not implicit:
+                position[ivd] = i64(k)
+            raw = em.value_at(indices, IrIndex(tuple(position), indices.shape))
+            start[od] = widen_index(b, raw, signed)
+        for od, idd in zip(op_batching, idx_batching, strict=True):
+            start[od] = batch_values[idx_batch_positions.index(idd)]
+        source = []
+        offsets = dict(zip(window_dims, [index.dims[d] for d in offset_dims], strict=True))
+        for d in range(operand.shape.rank):
+            clamped = start[d]
+            if d not in op_batching:
+                from xla_teach.backends.llvm.elemental_emitter import clamp_range
+
+                clamped = clamp_range(b, start[d], 0, operand.shape.dimensions[d] - slice_sizes[d])
+            source.append(b.add(clamped, offsets[d]) if d in offsets else clamped)
+        return em.value_at(operand, IrIndex(tuple(source), operand.shape))
+
+    return gen
+
+
+def bitcast_convert_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
+    operand = instr.operand(0)
+    src, dst = operand.shape.element_type, instr.shape.element_type
+    b = em.b
+    if src.bit_width == dst.bit_width:
+        return lambda index: ops.emit_bitcast_convert(b, em.value_at(operand, IrIndex(index.dims, operand.shape)),
+                                                      src, dst)
+    from xla_teach.backends.llvm.ir_types import from_storage, to_storage
+
+    src_bits, dst_bits = ir.IntType(src.bit_width), ir.IntType(dst.bit_width)
+    ratio = max(src.bit_width, dst.bit_width) // min(src.bit_width, dst.bit_width)
+
+    def as_int(value: ir.Value, ptype: PrimitiveType, ity: ir.IntType) -> ir.Value:
+        raw = to_storage(b, value, ptype)
+        return raw if raw.type == ity else (b.bitcast(raw, ity) if not isinstance(raw.type, ir.IntType)
+                                            else b.zext(raw, ity) if raw.type.width < ity.width else raw)
+
+    def from_int(raw: ir.Value, ptype: PrimitiveType) -> ir.Value:
+        storage = storage_type(ptype)
+        if storage != raw.type:
+            raw = b.bitcast(raw, storage) if not isinstance(storage, ir.IntType) else b.trunc(raw, storage)
+        return from_storage(b, raw, ptype)
+
+    def narrower(index: IrIndex) -> ir.Value:  # one source element -> `ratio` pieces (low first)
+        whole = as_int(em.value_at(operand, IrIndex(index.dims[:-1], operand.shape)), src, src_bits)
+        shift = b.mul(index.dims[-1], ir.Constant(ir.IntType(64), dst.bit_width))
+        piece = b.trunc(b.lshr(whole, b.trunc(shift, src_bits) if src_bits.width < 64 else shift), dst_bits)
+        return from_int(piece, dst)
+
+    def wider(index: IrIndex) -> ir.Value:  # `ratio` source elements -> one wide value
+        total = ir.Constant(dst_bits, 0)
+        for k in range(ratio):
+            part = as_int(em.value_at(operand, IrIndex(index.dims + (i64(k),), operand.shape)), src, src_bits)
+            total = b.or_(total, b.shl(b.zext(part, dst_bits), ir.Constant(dst_bits, k * src.bit_width)))
+        return from_int(total, dst)
+
+    return narrower if dst.bit_width < src.bit_width else wider
+
+
+def tuple_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
+    def gen(index: IrIndex) -> tuple[ir.Value, ...]:
+        return tuple(em.value_at(op, IrIndex(index.dims, op.shape)) for op in instr.operands)
+
+    return gen  # type: ignore[return-value]
+
+
+def gte_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
+    source = instr.operand(0)
+    k = instr.tuple_index
+    return lambda index: em.value_at(source, IrIndex(index.dims, source.shape))[k]
+
+
+def result_type_round(b: ir.IRBuilder, value: ir.Value, shape: Shape) -> ir.Value:
+    return round_to_type(b, value, shape.element_type)

@@ -1,0 +1,164 @@
+"""Multi-output fusion (``multi_output_fusion``): one kernel, several results.
+
+Instruction fusion refuses to *duplicate* an expensive producer that has
+several users, so in softmax the ``exp(x - max)`` stays a separate kernel whose
+result is written to memory, read back by the sum, and read again by the
+divide. Multi-output fusion recovers most of that traffic in two ways:
+
+* **producer-consumer**: fuse the producer into the consumer *and* keep its
+  value as an extra output of the fusion (its other users read it from there).
+  The sum-reduction kernel then computes ``exp(x - max)`` itself and stores it on
+  the way, instead of reading it from memory::
+
+      e = fusion(x, max)          kind=kLoop   # exp(x - max)
+      s = fusion(e)               kind=kInput  # reduce(e)
+    becomes
+      es = fusion(x, max)         kind=kInput  # (reduce(exp(x-max)), exp(x-max))
+      s = get-tuple-element(es), index=0
+      e = get-tuple-element(es), index=1
+
+* **sibling**: two fusions that read the same operand and have the same loop
+  shape become one kernel with a tuple root, so the shared operand is read once.
+
+Fusions are only combined when no other path connects them (that would make a
+cycle), when the result stays within the size limits, and when the kernel
+emitters can run them as one loop (same output dims for loops; side outputs of
+a reduction must have the reduction's input shape).
+"""
+
+from __future__ import annotations
+
+from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.passes.fusion.fusion_rules import FusionConfig
+from xla_teach.passes.fusion.fusion_utils import add_fusion_output, merge_sibling_fusions
+from xla_teach.passes.fusion.instruction_fusion import fusible_computations
+from xla_teach.passes.pass_base import HloPass
+
+
+def _reduce_hero(fusion: HloInstruction) -> HloInstruction | None:
+    root = fusion.fused_computation.root
+    return root if root.opcode == "reduce" and root.operand_count == 2 else None
+
+
+def _reaches(start: HloInstruction, target: HloInstruction, exclude: HloInstruction | None = None) -> bool:
+    """Is ``target`` reachable from ``start`` by following users (not via ``exclude``)?"""
+    stack, seen = [start], set()
+    while stack:
+        node = stack.pop()
+        if node is target:
+            return True
+        if node.unique_id in seen or node is exclude:
+            continue
+        seen.add(node.unique_id)
+        stack.extend(node.users)
+    return False
+
+
+def _is_loop_like(instr: HloInstruction) -> bool:
+    return instr.opcode == "fusion" and instr.fusion_kind == "kLoop" and not instr.shape.is_tuple
+
+
+class MultiOutputFusion(HloPass):
+    name = "multi_output_fusion"
+
+    def __init__(self, config: FusionConfig | None = None) -> None:
+        super().__init__()
+        self.config = config or FusionConfig()
+
+    def run(self, module: HloModule) -> bool:
+        changed = False
+        for comp in fusible_computations(module):
+            changed |= self._producer_consumer(comp)
+            changed |= self._siblings(comp)
+        return changed
+
+    # ---- producer-consumer ------------------------------------------------------------
+    def _producer_consumer(self, comp: HloComputation) -> bool:
+        changed = False
+        for consumer in list(comp.instructions):
+            if consumer.parent is not comp or consumer.opcode != "fusion" or consumer.shape.is_tuple:
+                continue
+            hero = _reduce_hero(consumer)
+            for producer in list(dict.fromkeys(consumer.operands)):
+                reason = self._producer_consumer_problem(producer, consumer, hero)
+                if reason:
+                    if producer.opcode == "fusion":
+                        self.note(f"not fusing {producer.name} into {consumer.name} as an extra output: {reason}")
+                    continue
+                self.note(f"fused {producer.name} into {consumer.name}, keeping it as an extra output")
+                add_fusion_output(consumer, producer)
+                changed = True
+                break
+        return changed
+
+    def _producer_consumer_problem(self, producer: HloInstruction, consumer: HloInstruction,
+                                   hero: HloInstruction | None) -> str | None:
+        if not _is_loop_like(producer):
+            return "only single-output loop fusions become extra outputs"
+        others = [u for u in producer.users if u is not consumer]
+        if not others:
+            return "it has no other users (plain fusion handles it)"
+        if hero is not None:
+            param_ids = [p.unique_id for p in consumer.fused_computation.parameter_instructions
+                         if consumer.operand(p.parameter_number) is producer]
+            if not param_ids or any(u is not hero for p in consumer.fused_computation.parameter_instructions
+                                    if p.unique_id in param_ids for u in p.users):
+                return "the reduction does not read it directly as its input"
+            if producer.shape.dimensions != hero.operand(0).shape.dimensions:
+                return "its shape differs from the reduction's input"
+        elif consumer.fusion_kind != "kLoop" or consumer.shape.dimensions != producer.shape.dimensions:
+            return "the consumer's loop has another shape"
+        for user in others:
+            if _reaches(user, consumer):
+                return f"{user.name} leads to the consumer (a cycle would form)"
+        size = len(consumer.fused_computation.instructions) + len(producer.fused_computation.instructions)
+        if size > self.config.max_instructions:
+            return f"the fusion would hold {size} instructions"
+        return None
+
+    # ---- siblings ---------------------------------------------------------------------
+    def _siblings(self, comp: HloComputation) -> bool:
+        changed = False
+        merged = True
+        while merged:
+            merged = False
+            for operand in list(comp.instructions):
+                if operand.parent is not comp:
+                    continue
+                users = [u for u in dict.fromkeys(operand.users) if u.opcode == "fusion" and not u.shape.is_tuple]
+                for i, a in enumerate(users):
+                    for b in users[i + 1:]:
+                        reason = self._sibling_problem(a, b)
+                        if reason:
+                            self.note(f"not merging siblings {a.name} and {b.name}: {reason}")
+                            continue
+                        self.note(f"merged siblings {a.name} and {b.name} (both read {operand.name})")
+                        merge_sibling_fusions(a, b)
+                        merged = changed = True
+                        break
+                    if merged:
+                        break
+                if merged:
+                    break
+        return changed
+
+    def _sibling_problem(self, a: HloInstruction, b: HloInstruction) -> str | None:
+        ra, rb = _reduce_hero(a), _reduce_hero(b)
+        if _is_loop_like(a) and _is_loop_like(b):
+            if a.shape.dimensions != b.shape.dimensions:
+                return "different loop shapes"
+        elif ra is not None and rb is not None:
+            if ra.operand(0).shape.dimensions != rb.operand(0).shape.dimensions or set(ra.dimensions) != set(
+                    rb.dimensions):
+                return "reductions over different shapes or dimensions"
+        else:
+            return f"kinds {a.fusion_kind} and {b.fusion_kind} do not share a loop"
+        if _reaches(a, b) or _reaches(b, a):
+            return "one depends on the other"
+        operands = {id(o) for o in a.operands} | {id(o) for o in b.operands}
+        if len(operands) > self.config.max_operands:
+            return f"{len(operands)} operands exceed the limit"
+        size = len(a.fused_computation.instructions) + len(b.fused_computation.instructions)
+        if size > self.config.max_instructions:
+            return f"the fusion would hold {size} instructions"
+        return None

@@ -1,0 +1,1 @@
+"""Debug tools: dumps, rendering, snapshots, and the bug-reproduction commands of ``xla-teach``."""
