@@ -175,6 +175,19 @@ class ElementalEmitter:
 
     _gen_opt_barrier = _gen_copy
 
+    def _gen_partition_id(self, instr: HloInstruction) -> Generator:
+        """A single device is partition 0 and replica 0."""
+        return lambda index: const(instr.shape.element_type, 0)
+
+    _gen_replica_id = _gen_partition_id
+
+    def _gen_all_reduce(self, instr: HloInstruction) -> Generator:
+        """One replica (xla_teach runs single-device): reducing over the replica group {this one}
+        leaves each operand unchanged."""
+        if instr.shape.is_tuple:
+            raise NotImplementedError(f"{instr.name}: a variadic all-reduce is emitted per operand")
+        return lambda index: self._operand_at(instr, 0, index)
+
     def _gen_bitcast_convert(self, instr: HloInstruction) -> Generator:
         from xla_teach.backends.llvm.elemental_windows import bitcast_convert_generator
 

@@ -66,6 +66,8 @@ def emit_unary(b: ir.IRBuilder, opcode: str, x: ir.Value, ptype: PrimitiveType) 
     """``opcode`` applied to ``x`` of element type ``ptype`` (result in the same type,
     except ``is-finite`` which returns i1)."""
     if ptype.is_float:
+        if opcode == "is-finite":  # a pred: nothing to round
+            return _float_unary(b, opcode, x)
         return round_to_type(b, _float_unary(b, opcode, x), ptype)
     return _int_unary(b, opcode, x, ptype)
 

@@ -1,0 +1,346 @@
+"""Small HLO modules exercising every opcode and fusion pattern, shared by the backend tests.
+
+Each case is ``(id, hlo_text)``; the tests run it with fake arguments
+(:func:`xla_teach.tools.fake_data.fake_arguments`) on a backend and on the reference
+interpreter and compare. The CPU tests execute them; the GPU tests assemble their PTX
+with ptxas everywhere and execute them where a device is present.
+"""
+
+from __future__ import annotations
+
+FLOAT_TYPES = ["f16", "bf16", "f32", "f64"]
+INT_TYPES = ["s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"]
+FLOAT_UNARY = ["abs", "negate", "exponential", "exponential-minus-one", "log", "log-plus-one", "sqrt", "rsqrt",
+               "cbrt", "tanh", "logistic", "sine", "cosine", "tan", "floor", "ceil", "round-nearest-afz",
+               "round-nearest-even", "sign", "erf"]
+INT_UNARY = ["negate", "not", "popcnt", "count-leading-zeros"]
+FLOAT_BINARY = ["add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "power", "atan2"]
+INT_BINARY = ["add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "and", "or", "xor",
+              "shift-left", "shift-right-logical", "shift-right-arithmetic"]
+DIRECTIONS = ["EQ", "NE", "LT", "LE", "GT", "GE"]
+
+ADD = {t: f"add_{t} {{ a = {t}[] parameter(0)  b = {t}[] parameter(1)  ROOT r = {t}[] add(a, b) }}"
+       for t in FLOAT_TYPES + INT_TYPES}
+MAX_F32 = "max_f32 { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT r = f32[] maximum(a, b) }"
+
+
+def _module(name: str, body: str, comps: str = "") -> str:
+    return f"HloModule {name}\n{comps}\nENTRY main {{\n{body}\n}}\n"
+
+
+def elementwise_cases() -> list[tuple[str, str]]:
+    cases = []
+    for t in FLOAT_TYPES:
+        # Odd size (17) and a chain so fusion builds one loop kernel per type.
+        lines = [f"  x = {t}[3,17] parameter(0)", f"  y = {t}[3,17] parameter(1)"]
+        outs = []
+        for i, op in enumerate(FLOAT_UNARY):
+            lines.append(f"  u{i} = {t}[3,17] {op}(x)")
+            outs.append(f"u{i}")
+        for i, op in enumerate(FLOAT_BINARY):
+            lines.append(f"  b{i} = {t}[3,17] {op}(x, y)")
+            outs.append(f"b{i}")
+        lines.append("  fin = pred[3,17] is-finite(b3)")
+        outs.append("fin")
+        for i, d in enumerate(DIRECTIONS):
+            lines.append(f"  c{i} = pred[3,17] compare(x, y), direction={d}")
+            outs.append(f"c{i}")
+        shapes = ", ".join(f"{t}[3,17]" if o[0] in "ub" else "pred[3,17]" for o in outs)
+        lines.append(f"  ROOT out = ({shapes}) tuple({', '.join(outs)})")
+        cases.append((f"elementwise_{t}", _module(f"elementwise_{t}", "\n".join(lines))))
+    for t in INT_TYPES:
+        lines = [f"  x = {t}[21] parameter(0)", f"  y = {t}[21] parameter(1)", f"  k = {t}[] constant(3)",
+                 f"  kb = {t}[21] broadcast(k), dimensions={{}}", f"  xs = {t}[21] subtract(x, kb)"]
+        outs = []
+        for i, op in enumerate(INT_UNARY + (["abs", "sign"] if t.startswith("s") else [])):
+            lines.append(f"  u{i} = {t}[21] {op}(xs)")
+            outs.append(f"u{i}")
+        for i, op in enumerate(INT_BINARY):
+            lines.append(f"  b{i} = {t}[21] {op}(xs, y)")
+            outs.append(f"b{i}")
+        for i, d in enumerate(DIRECTIONS):
+            lines.append(f"  c{i} = pred[21] compare(xs, y), direction={d}")
+            outs.append(f"c{i}")
+        shapes = ", ".join(f"{t}[21]" if o[0] in "ub" else "pred[21]" for o in outs)
+        lines.append(f"  ROOT out = ({shapes}) tuple({', '.join(outs)})")
+        cases.append((f"elementwise_{t}", _module(f"elementwise_{t}", "\n".join(lines))))
+    cases.append(("pred_logic", _module("pred_logic", """  a = pred[9] parameter(0)
+  b = pred[9] parameter(1)
+  n = pred[9] not(a)
+  x = pred[9] xor(a, b)
+  o = pred[9] or(n, b)
+  c = pred[9] and(x, o)
+  e = pred[9] compare(a, b), direction=EQ
+  ROOT t = (pred[9], pred[9], pred[9]) tuple(c, e, x)""")))
+    return cases
+
+
+def conversion_cases() -> list[tuple[str, str]]:
+    pairs = [("f32", "s8"), ("f32", "u8"), ("f32", "s32"), ("f32", "u32"), ("f32", "s64"), ("f32", "f16"),
+             ("f32", "bf16"), ("f32", "f64"), ("f64", "f32"), ("f16", "f32"), ("bf16", "f32"), ("f16", "bf16"),
+             ("s32", "f32"), ("u32", "f32"), ("s64", "f64"), ("u8", "s8"), ("s8", "u32"), ("s32", "pred"),
+             ("pred", "f32"), ("f32", "pred"), ("u64", "f32"), ("s16", "f16")]
+    cases = []
+    for src, dst in pairs:
+        body = f"""  x = {src}[2,13] parameter(0)
+  k = {src}[] constant(7)
+  kb = {src}[2,13] broadcast(k), dimensions={{}}
+  s = {src}[2,13] multiply(x, kb)
+  ROOT c = {dst}[2,13] convert(s)""" if src != "pred" else f"""  x = {src}[2,13] parameter(0)
+  ROOT c = {dst}[2,13] convert(x)"""
+        cases.append((f"convert_{src}_{dst}", _module(f"convert_{src}_{dst}", body)))
+    cases.append(("bitcast_convert", _module("bitcast_convert", """  x = f32[5,4] parameter(0)
+  i = s32[5,4] bitcast-convert(x)
+  u = u32[5,4] bitcast-convert(x)
+  h = u16[5,4,2] bitcast-convert(x)
+  d = f64[5,2] parameter(1)
+  w = s64[5,2] bitcast-convert(d)
+  ROOT t = (s32[5,4], u32[5,4], u16[5,4,2], s64[5,2]) tuple(i, u, h, w)""")))
+    cases.append(("reduce_precision", _module("reduce_precision", """  x = f32[33] parameter(0)
+  ROOT r = f32[33] reduce-precision(x), exponent_bits=5, mantissa_bits=10""")))
+    return cases
+
+
+def data_movement_cases() -> list[tuple[str, str]]:
+    return [
+        ("broadcast_reshape_transpose", _module("brt", """  x = f32[3,5] parameter(0)
+  b = f32[2,3,5,4] broadcast(x), dimensions={1,2}
+  t = f32[4,5,2,3] transpose(b), dimensions={3,2,0,1}
+  r = f32[20,6] reshape(t)
+  e = f32[20,6] exponential(r)
+  ROOT o = f32[6,20] transpose(e), dimensions={1,0}""")),
+        ("transpose_tiled_f32", _module("tt", """  x = f32[67,45] parameter(0)
+  e = f32[67,45] multiply(x, x)
+  ROOT t = f32[45,67] transpose(e), dimensions={1,0}""")),
+        ("transpose_tiled_3d_f16", _module("tt3", """  x = f16[3,40,33] parameter(0)
+  ROOT t = f16[33,3,40] transpose(x), dimensions={2,0,1}""")),
+        ("layout_copy", _module("layout_copy", """  x = f32[19,23]{1,0} parameter(0)
+  ROOT c = f32[19,23]{0,1} copy(x)""")),
+        ("slice_pad_concat_reverse", _module("spcr", """  x = f32[10,9] parameter(0)
+  s = f32[4,3] slice(x), slice={[1:9:2], [0:9:3]}
+  z = f32[] constant(-1)
+  p = f32[8,3] pad(s, z), padding=2_-1_1x1_-1_0
+  r = f32[8,3] reverse(p), dimensions={0,1}
+  y = f32[8,2] parameter(1)
+  ROOT c = f32[8,5] concatenate(r, y), dimensions={1}""")),
+        ("iota_dynamic_slice", _module("ids", """  x = s32[12,8] parameter(0)
+  i = s32[] parameter(1)
+  j = s32[] parameter(2)
+  d = s32[5,3] dynamic-slice(x, i, j), dynamic_slice_sizes={5,3}
+  io = s32[5,3] iota(), iota_dimension=1
+  ROOT a = s32[5,3] add(d, io)""")),
+        ("dynamic_update_slice", _module("dus", """  x = f32[12,8] parameter(0)
+  u = f32[4,5] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ROOT d = f32[12,8] dynamic-update-slice(x, u, i, j)""")),
+        ("bitcast_copy_barrier", _module("bcb", """  x = f32[4,6] parameter(0)
+  b = f32[24] bitcast(x)
+  c = f32[24] copy(b)
+  t = (f32[24], f32[4,6]) tuple(c, x)
+  o = (f32[24], f32[4,6]) opt-barrier(t)
+  g = f32[24] get-tuple-element(o), index=0
+  ROOT n = f32[24] negate(g)""")),
+        ("empty_and_scalar", _module("empty", """  x = f32[0,5] parameter(0)
+  s = f32[] parameter(1)
+  e = f32[0,5] exponential(x)
+  z = f32[] constant(0)
+  r = f32[5] reduce(x, z), dimensions={0}, to_apply=add_f32
+  m = f32[] multiply(s, s)
+  ROOT t = (f32[0,5], f32[5], f32[]) tuple(e, r, m)""", ADD["f32"])),
+    ]
+
+
+def reduction_cases() -> list[tuple[str, str]]:
+    cases = []
+    for t in ["f32", "f64", "f16", "bf16", "s32", "u8", "s64"]:
+        cases.append((f"reduce_rows_{t}", _module(f"rr_{t}", f"""  x = {t}[37,129] parameter(0)
+  z = {t}[] constant(0)
+  ROOT r = {t}[37] reduce(x, z), dimensions={{1}}, to_apply=add_{t}""", ADD[t])))
+    cases += [
+        ("reduce_columns", _module("rc", """  x = f32[300,7] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[7] reduce(x, z), dimensions={0}, to_apply=add_f32""", ADD["f32"])),
+        ("reduce_all_long", _module("ra", """  x = f32[5000,41] parameter(0)
+  y = f32[5000,41] parameter(1)
+  m = f32[5000,41] multiply(x, y)
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(m, z), dimensions={0,1}, to_apply=add_f32""", ADD["f32"])),
+        ("reduce_middle_max", _module("rm", """  x = f32[6,50,9] parameter(0)
+  z = f32[] constant(-inf)
+  ROOT r = f32[6,9] reduce(x, z), dimensions={1}, to_apply=max_f32""", MAX_F32)),
+        ("softmax_multi_output", _module("softmax", """  x = f32[8,100] parameter(0)
+  ninf = f32[] constant(-inf)
+  mx = f32[8] reduce(x, ninf), dimensions={1}, to_apply=max_f32
+  mb = f32[8,100] broadcast(mx), dimensions={0}
+  s = f32[8,100] subtract(x, mb)
+  e = f32[8,100] exponential(s)
+  z = f32[] constant(0)
+  sm = f32[8] reduce(e, z), dimensions={1}, to_apply=add_f32
+  sb = f32[8,100] broadcast(sm), dimensions={0}
+  ROOT d = f32[8,100] divide(e, sb)""", ADD["f32"] + "\n" + MAX_F32)),
+        ("variadic_argmax", _module("argmax", """  x = f32[6,31] parameter(0)
+  i = s32[6,31] iota(), iota_dimension=1
+  ninf = f32[] constant(-inf)
+  zero = s32[] constant(0)
+  ROOT r = (f32[6], s32[6]) reduce(x, i, ninf, zero), dimensions={1}, to_apply=argmax""",
+                                             """argmax {
+  av = f32[] parameter(0)
+  ai = s32[] parameter(1)
+  bv = f32[] parameter(2)
+  bi = s32[] parameter(3)
+  gt = pred[] compare(av, bv), direction=GT
+  eq = pred[] compare(av, bv), direction=EQ
+  lt = pred[] compare(ai, bi), direction=LT
+  tie = pred[] and(eq, lt)
+  pick = pred[] or(gt, tie)
+  v = f32[] select(pick, av, bv)
+  j = s32[] select(pick, ai, bi)
+  ROOT t = (f32[], s32[]) tuple(v, j)
+}""")),
+        ("reduce_window_max_pool", _module("rw", """  x = f32[2,9,9,3] parameter(0)
+  ninf = f32[] constant(-inf)
+  ROOT r = f32[2,5,5,3] reduce-window(x, ninf), window={size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0}, to_apply=max_f32""",
+                                               MAX_F32)),
+        ("reduce_window_dilated_sum", _module("rwd", """  x = f32[11,7] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[4,7] reduce-window(x, z), window={size=3x2 stride=2x1 pad=0_1x1_0 lhs_dilate=1x1 rhs_dilate=2x1}, to_apply=add_f32""",
+                                                  ADD["f32"])),
+        ("select_and_scatter", _module("sas", """  x = f32[4,6] parameter(0)
+  s = f32[2,3] parameter(1)
+  z = f32[] constant(0)
+  ROOT r = f32[4,6] select-and-scatter(x, s, z), window={size=2x2 stride=2x2}, select=ge, scatter=add_f32""",
+                                         ADD["f32"] + """
+ge { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT r = pred[] compare(a, b), direction=GE }""")),
+    ]
+    return cases
+
+
+def contraction_cases() -> list[tuple[str, str]]:
+    return [
+        ("dot_matvec", _module("mv", """  a = f32[33,17] parameter(0)
+  v = f32[17] parameter(1)
+  ROOT d = f32[33] dot(a, v), lhs_contracting_dims={1}, rhs_contracting_dims={0}""")),
+        ("dot_matmul_bias_relu", _module("mm", """  a = f32[40,24] parameter(0)
+  b = f32[24,36] parameter(1)
+  c = f32[36] parameter(2)
+  d = f32[40,36] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  cb = f32[40,36] broadcast(c), dimensions={1}
+  s = f32[40,36] add(d, cb)
+  z = f32[] constant(0)
+  zb = f32[40,36] broadcast(z), dimensions={}
+  ROOT r = f32[40,36] maximum(s, zb)""")),
+        ("dot_large_blas", _module("big", """  a = f32[256,300] parameter(0)
+  b = f32[300,200] parameter(1)
+  ROOT d = f32[256,200] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}""")),
+        ("dot_batch_transposed", _module("bmm", """  a = f32[3,20,9] parameter(0)
+  b = f32[3,11,9] parameter(1)
+  ROOT d = f32[3,20,11] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}""")),
+        ("dot_f64_s32_f16", _module("dtypes", """  a = f64[5,6] parameter(0)
+  b = f64[6,4] parameter(1)
+  d = f64[5,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  i = s32[5,6] parameter(2)
+  j = s32[6,4] parameter(3)
+  k = s32[5,4] dot(i, j), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  h = f16[5,6] parameter(4)
+  g = f16[6,4] parameter(5)
+  l = f16[5,4] dot(h, g), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (f64[5,4], s32[5,4], f16[5,4]) tuple(d, k, l)""")),
+        ("conv2d_nhwc", _module("conv", """  x = f32[2,9,8,3] parameter(0)
+  w = f32[3,3,3,5] parameter(1)
+  ROOT c = f32[2,5,4,5] convolution(x, w), window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=b01f_01io->b01f""")),
+        ("conv_grouped_dilated", _module("convg", """  x = f32[1,4,10,10] parameter(0)
+  w = f32[6,2,3,3] parameter(1)
+  ROOT c = f32[1,6,6,8] convolution(x, w), window={size=3x3 pad=0_0x1_1 rhs_dilate=2x2}, dim_labels=bf01_oi01->bf01, feature_group_count=2""")),
+        ("conv_batch_group", _module("convbg", """  x = f32[4,5,5,2] parameter(0)
+  w = f32[3,3,2,4] parameter(1)
+  ROOT c = f32[1,3,3,4] convolution(x, w), window={size=3x3}, dim_labels=b01f_01io->b01f, batch_group_count=4""")),
+    ]
+
+
+def indexing_cases() -> list[tuple[str, str]]:
+    return [
+        ("gather_rows", _module("gather", """  x = f32[10,6] parameter(0)
+  i = s32[7] parameter(1)
+  ROOT g = f32[7,6] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,6}""")),
+        ("gather_2d_windows", _module("gather2", """  x = f32[9,9,2] parameter(0)
+  i = s32[4,2] parameter(1)
+  ROOT g = f32[4,3,3,2] gather(x, i), offset_dims={1,2,3}, collapsed_slice_dims={}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={3,3,2}""")),
+        ("scatter_add", _module("scatter", """  x = f32[10,4] parameter(0)
+  i = s32[6,1] parameter(1)
+  u = f32[6,4] parameter(2)
+  ROOT s = f32[10,4] scatter(x, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add_f32""",
+                                        ADD["f32"])),
+        ("sort_multi_operand_stable", _module("sort", """  k = f32[3,40] parameter(0)
+  v = s32[3,40] iota(), iota_dimension=1
+  ROOT s = (f32[3,40], s32[3,40]) sort(k, v), dimensions={1}, is_stable=true, to_apply=less""",
+                                               """less {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT lt = pred[] compare(a, b), direction=LT
+}""")),
+        ("sort_s32_descending", _module("sortd", """  k = s32[2,3,25] parameter(0)
+  ROOT s = s32[2,3,25] sort(k), dimensions={2}, to_apply=gt""",
+                                         "gt { a = s32[] parameter(0)  b = s32[] parameter(1)  "
+                                         "ROOT r = pred[] compare(a, b), direction=GT }")),
+    ]
+
+
+def control_flow_cases() -> list[tuple[str, str]]:
+    return [
+        ("while_loop", _module("while", """  x = f32[5] parameter(0)
+  zero = s32[] constant(0)
+  t = (s32[], f32[5]) tuple(zero, x)
+  w = (s32[], f32[5]) while(t), condition=cond, body=body
+  ROOT r = f32[5] get-tuple-element(w), index=1""", """cond {
+  p = (s32[], f32[5]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(6)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[5]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  v = f32[5] get-tuple-element(p), index=1
+  h = f32[] constant(0.5)
+  hb = f32[5] broadcast(h), dimensions={}
+  m = f32[5] multiply(v, hb)
+  c = f32[5] cosine(m)
+  ROOT t = (s32[], f32[5]) tuple(j, c)
+}""")),
+        ("conditional_pred_and_index", _module("cond", """  p = pred[] parameter(0)
+  x = f32[4] parameter(1)
+  k = s32[] parameter(2)
+  a = f32[4] conditional(p, x, x), true_computation=neg, false_computation=ex
+  b = f32[4] conditional(k, x, x, x), branch_computations={neg, ex, ident}
+  ROOT t = (f32[4], f32[4]) tuple(a, b)""", """neg { p = f32[4] parameter(0)  ROOT n = f32[4] negate(p) }
+ex { p = f32[4] parameter(0)  ROOT e = f32[4] exponential(p) }
+ident { ROOT p = f32[4] parameter(0) }""")),
+        ("call_and_map", _module("callmap", """  x = f32[7] parameter(0)
+  y = f32[7] parameter(1)
+  c = f32[7] call(x, y), to_apply=fma
+  ROOT m = f32[7] map(c, y), dimensions={0}, to_apply=mx""", """fma {
+  a = f32[7] parameter(0)
+  b = f32[7] parameter(1)
+  m = f32[7] multiply(a, b)
+  ROOT s = f32[7] add(m, a)
+}
+mx { a = f32[] parameter(0)  b = f32[] parameter(1)  s = f32[] sine(a)  ROOT r = f32[] maximum(s, b) }""")),
+        ("rng_bit_generator", _module("rng", """  key = u64[2] parameter(0)
+  ROOT r = (u64[2], u32[3,37]) rng-bit-generator(key), algorithm=rng_philox""")),
+        ("custom_call_all_reduce_ids", _module("misc", """  x = f32[6] parameter(0)
+  i = f32[6] custom-call(x), custom_call_target="xla_teach.identity"
+  a = f32[6] all-reduce(i), replica_groups={}, to_apply=add_f32
+  p = u32[] partition-id()
+  r = u32[] replica-id()
+  ROOT t = (f32[6], u32[], u32[]) tuple(a, p, r)""", ADD["f32"])),
+    ]
+
+
+def all_cases() -> list[tuple[str, str]]:
+    return (elementwise_cases() + conversion_cases() + data_movement_cases() + reduction_cases()
+            + contraction_cases() + indexing_cases() + control_flow_cases())

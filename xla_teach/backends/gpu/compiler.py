@@ -1,0 +1,182 @@
+"""The GPU compiler: HLO passes, NVPTX LLVM IR, PTX -- and, with a device, an executable.
+
+Stages, as in XLA's ``GpuCompiler``:
+
+1. ``run_hlo_passes`` -- the shared pipeline with GPU fusion choices
+   (:mod:`~xla_teach.backends.gpu.gpu_pipeline`), scheduling and buffer assignment;
+2. ``run_backend`` -- one ``ptx_kernel`` per fusion or unfused op
+   (:class:`~xla_teach.backends.gpu.ir_emitter.GpuIrEmitter`), LLVM's ``-O3`` for
+   ``nvptx64-nvidia-cuda``, PTX for the target ``sm_XX``.
+
+Compilation never needs a GPU: the PTX is in ``executable.artifacts.ptx`` (and in
+``--xla_dump_to`` dumps). Only ``execute`` needs a device; without one it raises
+:class:`~xla_teach.backends.gpu.runtime.GpuUnavailableError` ("no CUDA device/driver").
+The target architecture is ``--xla_teach_gpu_arch`` if set, else the device's, else sm_80.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from xla_teach.backends.cpu.compiler import _sub
+from xla_teach.backends.cpu.ir_emitter import HostPlan, SequencePlan
+from xla_teach.backends.cpu.kernel_builder import annotate_kernels
+from xla_teach.backends.gpu.ir_emitter import GpuIrEmitter, GpuKernelPlan
+from xla_teach.backends.gpu.nvptx import DEFAULT_ARCH, compile_to_ptx, normalize_arch
+from xla_teach.backends.gpu.runtime import GpuUnavailableError, device_available, unavailable_reason
+from xla_teach.backends.options import CompileOptions
+from xla_teach.hlo.custom_calls import get_custom_call_target
+from xla_teach.hlo.ir import HloModule
+from xla_teach.passes.pass_base import PassRecorder
+from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment, leaf_indices
+from xla_teach.runtime.executable import CompiledArtifacts
+
+
+def target_arch(options: CompileOptions) -> str:
+    if options.gpu_arch:
+        return normalize_arch(options.gpu_arch)
+    if device_available():
+        from xla_teach.backends.gpu.runtime import CudaContext
+
+        return CudaContext.get().info.arch
+    return DEFAULT_ARCH
+
+
+class GpuProgram:
+    """What compilation produced, before any device is touched."""
+
+    def __init__(self, module: HloModule, plans: dict[str, SequencePlan], ptx: str, arch: str) -> None:
+        self.module = module
+        self.plans = plans
+        self.ptx = ptx
+        self.arch = arch
+
+
+class GpuCompiledExecutable:
+    """``execute`` loads the PTX on first use (so compiling works without a GPU)."""
+
+    backend = "gpu"
+
+    def __init__(self, program: GpuProgram, artifacts: CompiledArtifacts) -> None:
+        self.program = program
+        self.module = program.module
+        self.artifacts = artifacts
+        self._loaded: Any = None
+
+    @property
+    def launch_dimensions(self) -> dict[str, Any]:
+        return {step.instruction: step.launch for plan in self.program.plans.values() for step in plan.steps
+                if isinstance(step, GpuKernelPlan)}
+
+    def loaded(self) -> Any:
+        """The device executable (:class:`~xla_teach.backends.gpu.executable.GpuExecutable`)."""
+        if self._loaded is None:
+            if not device_available():
+                raise GpuUnavailableError(
+                    f"cannot execute on backend 'gpu': {unavailable_reason()}. The module compiled to PTX "
+                    "(see .artifacts.ptx); run it where an NVIDIA GPU and driver are present.")
+            self._loaded = _load(self.program, self.artifacts)
+        return self._loaded
+
+    def execute(self, args: Sequence[np.ndarray], profiler: Any = None) -> list[np.ndarray]:
+        return self.loaded().execute(args, profiler)
+
+
+def _load(program: GpuProgram, artifacts: CompiledArtifacts) -> Any:
+    from xla_teach.backends.gpu.executable import GpuExecutable, GpuHostThunk, GpuKernelThunk, GpuSequence
+    from xla_teach.backends.gpu.runtime import CudaContext
+
+    ctx = CudaContext.get()
+    cu_module = ctx.load_module(program.ptx)
+    sequences: dict[str, GpuSequence] = {}
+
+    def sequence(name: str) -> GpuSequence:
+        if name in sequences:
+            return sequences[name]
+        plan = program.plans[name]
+        seq = GpuSequence(ctx, plan.assignment)
+        sequences[name] = seq
+        ba = plan.assignment
+        for step in plan.steps:
+            if isinstance(step, GpuKernelPlan):
+                seq.thunks.append(GpuKernelThunk(step.name, ctx.function(cu_module, step.name), step.slices,
+                                                 step.launch, step.nbytes))
+                continue
+            assert isinstance(step, HostPlan)
+            instr = step.instruction
+
+            def leaves(op):  # type: ignore[no-untyped-def]
+                return [(ba.slice(op, idx), _sub(op.shape, idx)) for idx in leaf_indices(op.shape)]
+
+            results = [(ba.slice(instr, idx).allocation.index, _sub(instr.shape, idx))
+                       for idx in leaf_indices(instr.shape)]
+            if instr.opcode == "while":
+                seq.thunks.append(GpuHostThunk(instr.name, "while", leaves(instr.operand(0)), results,
+                                               [sequence(instr.attrs["condition"].name),
+                                                sequence(instr.attrs["body"].name)]))
+            elif instr.opcode == "conditional":
+                branches = instr.branch_computations()
+                seq.thunks.append(GpuHostThunk(
+                    instr.name, "conditional", [], results, [sequence(c.name) for c in branches],
+                    selector=(ba.slice(instr.operand(0)), instr.operand(0).shape),
+                    branch_operands=[leaves(instr.operand(i + 1)) for i in range(len(branches))]))
+            elif instr.opcode == "call":
+                operands = [leaf for op in instr.operands for leaf in leaves(op)]
+                seq.thunks.append(GpuHostThunk(instr.name, "call", operands, results, [sequence(instr.to_apply.name)]))
+            else:
+                target = str(instr.attrs["custom_call_target"])
+                operands = [leaf for op in instr.operands for leaf in leaves(op)]
+                seq.thunks.append(GpuHostThunk(instr.name, "custom-call", operands, results, [],
+                                               function=get_custom_call_target(target)))
+        return seq
+
+    entry = sequence(program.module.entry.name)
+    return GpuExecutable(program.module, entry, artifacts, keep_alive=(cu_module, sequences))
+
+
+class GpuCompiler:
+    platform = "gpu"
+
+    def __init__(self, options: CompileOptions | None = None) -> None:
+        self.options = options or CompileOptions()
+        self.recorder = PassRecorder()
+        self.timings: dict[str, float] = {}
+
+    def run_hlo_passes(self, module: HloModule) -> HloModule:
+        from xla_teach.backends.gpu.gpu_pipeline import gpu_pipeline
+
+        start = time.perf_counter()
+        optimized = module.clone()
+        if self.options.run_hlo_passes:
+            gpu_pipeline().run(optimized, self.options.pass_options, self.recorder)
+        else:
+            from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
+
+            HloMemoryScheduler().run(optimized)
+        self.timings["hlo_passes"] = time.perf_counter() - start
+        return optimized
+
+    def run_backend(self, optimized: HloModule) -> GpuCompiledExecutable:
+        start = time.perf_counter()
+        assignments = ModuleBufferAssignment(optimized)
+        emitter = GpuIrEmitter(optimized, assignments)
+        plans = emitter.emit_all()
+        ir_text = annotate_kernels(str(emitter.llvm_module), emitter.comments)
+        self.timings["ir_emission"] = time.perf_counter() - start
+        start = time.perf_counter()
+        arch = target_arch(self.options)
+        optimized_ir, ptx = compile_to_ptx(ir_text, arch, self.options.llvm_opt_level)
+        self.timings["llvm"] = time.perf_counter() - start
+        artifacts = CompiledArtifacts(optimized_module=optimized, buffer_assignment_text=assignments.to_text(),
+                                      llvm_ir=ir_text, optimized_llvm_ir=optimized_ir, ptx=ptx,
+                                      extra={"arch": arch})
+        executable = GpuCompiledExecutable(GpuProgram(optimized, plans, ptx, arch), artifacts)
+        executable.buffer_assignment = assignments  # type: ignore[attr-defined]
+        return executable
+
+    def compile(self, module: HloModule) -> GpuCompiledExecutable:
+        return self.run_backend(self.run_hlo_passes(module))

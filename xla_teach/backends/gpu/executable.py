@@ -1,0 +1,228 @@
+"""GPU executables: thunk sequences over device memory.
+
+Like the CPU runtime (:mod:`xla_teach.runtime.executable`), each sequential
+computation gets a buffer assignment and a list of thunks. On the device:
+
+* temporaries and constants live in one device arena per sequence (allocated once,
+  constants uploaded once), at the offsets buffer assignment chose;
+* parameters are the caller's device arrays; results are fresh device allocations;
+* kernels are launched on one stream with the launch dimensions chosen at compile
+  time; control flow (while, conditional) runs on the host, which copies the loop
+  predicate or branch index back from the device each time.
+
+The entry executable copies NumPy arguments to the device, runs, and copies the
+results back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from xla_teach.backends.gpu.kernel_builder import LaunchDimensions
+from xla_teach.backends.gpu.runtime import CudaContext, DeviceBuffer
+from xla_teach.hlo.shape import Shape
+from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, BufferSlice, leaf_indices
+from xla_teach.runtime.buffers import empty_physical, logical_view, to_physical
+
+ALIGN = 256
+
+
+@dataclass
+class DeviceArray:
+    """An array in device memory (a pointer into some owner's allocation)."""
+
+    ptr: int
+    shape: Shape
+    owner: Any  # keeps the allocation alive
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape.byte_size()
+
+
+def upload(ctx: CudaContext, array: np.ndarray, shape: Shape) -> DeviceArray:
+    physical = to_physical(np.asarray(array), shape)
+    buffer = ctx.alloc(physical.nbytes)
+    ctx.to_device(physical, buffer.ptr)
+    return DeviceArray(buffer.ptr, shape, buffer)
+
+
+def download(ctx: CudaContext, array: DeviceArray) -> np.ndarray:
+    host = empty_physical(array.shape)
+    ctx.to_host(array.ptr, host)
+    return logical_view(host, array.shape)
+
+
+class DeviceRun:
+    """Addresses of every allocation of one sequence during one run."""
+
+    def __init__(self, assignment: BufferAssignment) -> None:
+        self.addresses = [0] * len(assignment.allocations)
+        self.owners: list[Any] = [None] * len(assignment.allocations)
+
+    def bind(self, index: int, ptr: int, owner: Any) -> None:
+        self.addresses[index] = ptr
+        self.owners[index] = owner
+
+    def address(self, s: BufferSlice) -> int:
+        return self.addresses[s.allocation.index] + s.offset
+
+    def array(self, s: BufferSlice, shape: Shape) -> DeviceArray:
+        return DeviceArray(self.address(s), shape, self.owners[s.allocation.index])
+
+
+@dataclass(eq=False)
+class GpuKernelThunk:
+    name: str
+    function: Any
+    slices: list[BufferSlice]
+    launch: LaunchDimensions
+    nbytes: int
+    kind: str = "kernel"
+
+    def execute(self, ctx: CudaContext, run: DeviceRun, profiler: Any) -> None:
+        pointers = [run.address(s) for s in self.slices]
+        if profiler is None:
+            ctx.launch(self.function, self.launch.blocks, self.launch.threads, pointers, 0)
+            return
+        start_event, end_event = ctx.event(), ctx.event()
+        start = time.perf_counter()
+        ctx.record(start_event)
+        ctx.launch(self.function, self.launch.blocks, self.launch.threads, pointers, 0)
+        ctx.record(end_event)
+        ms = ctx.elapsed_ms(start_event, end_event)
+        profiler.record(self.name, self.kind, start, start + ms / 1e3, self.nbytes)
+
+
+@dataclass(eq=False)
+class GpuHostThunk:
+    """while / conditional / call / custom-call, driven from the host."""
+
+    name: str
+    kind: str
+    operands: list[tuple[BufferSlice, Shape]]
+    results: list[tuple[int, Shape]]
+    sequences: list[GpuSequence]
+    selector: tuple[BufferSlice, Shape] | None = None
+    function: Any = None  # custom-call target
+    branch_operands: list[list[tuple[BufferSlice, Shape]]] | None = None
+
+    def execute(self, ctx: CudaContext, run: DeviceRun, profiler: Any) -> None:
+        start = time.perf_counter()
+        if self.kind == "while":
+            condition, body = self.sequences
+            state = [run.array(s, shape) for s, shape in self.operands]
+            initial = [a.ptr for a in state]
+            while bool(download(ctx, condition.run(state, profiler)[0]).reshape(())):
+                state = body.run(state, profiler)
+            outs = state
+            self._bind(ctx, run, outs, initial)
+        elif self.kind == "conditional":
+            assert self.selector is not None and self.branch_operands is not None
+            selector = download(ctx, run.array(*self.selector)).reshape(())
+            if selector.dtype == np.bool_:
+                branch = 0 if bool(selector) else 1
+            else:
+                branch = int(selector)
+                if branch < 0 or branch >= len(self.sequences):
+                    branch = len(self.sequences) - 1
+            inputs = [run.array(s, shape) for s, shape in self.branch_operands[branch]]
+            self._bind(ctx, run, self.sequences[branch].run(inputs, profiler), [a.ptr for a in inputs])
+        elif self.kind == "call":
+            inputs = [run.array(s, shape) for s, shape in self.operands]
+            self._bind(ctx, run, self.sequences[0].run(inputs, profiler), [a.ptr for a in inputs])
+        else:  # custom-call on host data
+            args = [download(ctx, run.array(s, shape)) for s, shape in self.operands]
+            out = self.function(*[np.array(a) for a in args])
+            leaves = list(out) if isinstance(out, (tuple, list)) else [out]
+            arrays = [upload(ctx, np.asarray(v), shape) for v, (_, shape) in zip(leaves, self.results, strict=True)]
+            self._bind(ctx, run, arrays, [])
+        if profiler is not None:
+            profiler.record(self.name, self.kind, start, time.perf_counter(), 0)
+
+    def _bind(self, ctx: CudaContext, run: DeviceRun, arrays: list[DeviceArray], inputs: list[int]) -> None:
+        for (alloc, shape), array in zip(self.results, arrays, strict=True):
+            if array.ptr in inputs:  # passed straight through: copy, the input's bytes may be reused
+                copy = ctx.alloc(array.nbytes)
+                ctx.copy_device(copy.ptr, array.ptr, array.nbytes)
+                array = DeviceArray(copy.ptr, shape, copy)
+            run.bind(alloc, array.ptr, array.owner)
+
+
+class GpuSequence:
+    def __init__(self, ctx: CudaContext, assignment: BufferAssignment) -> None:
+        self.ctx = ctx
+        self.assignment = assignment
+        self.thunks: list[Any] = []
+        comp = assignment.computation
+        self.parameter_leaves = [(assignment.slice(p, idx).allocation.index, assignment.value(p, idx).shape)
+                                 for p in comp.parameter_instructions for idx in leaf_indices(p.shape)]
+        self.outputs = [assignment.slice(comp.root, idx) for idx in leaf_indices(comp.root.shape)]
+        self.output_shapes = [assignment.value(comp.root, idx).shape for idx in leaf_indices(comp.root.shape)]
+        # One arena for constants and temporaries.
+        self.arena_offsets: dict[int, int] = {}
+        size = 0
+        for alloc in assignment.allocations:
+            if alloc.kind in ("constant", "temp"):
+                self.arena_offsets[alloc.index] = size
+                size += -(-max(alloc.size, 1) // ALIGN) * ALIGN
+        self.arena: DeviceBuffer = ctx.alloc(size)
+        for alloc in assignment.allocations:
+            if alloc.kind == "constant":
+                value = alloc.values[0][0]
+                ctx.to_device(to_physical(value.instruction.literal, value.shape),
+                              self.arena.ptr + self.arena_offsets[alloc.index])
+        self.output_allocations = [a for a in assignment.allocations if a.kind == "output"]
+
+    def run(self, inputs: Sequence[DeviceArray], profiler: Any = None) -> list[DeviceArray]:
+        run = DeviceRun(self.assignment)
+        for index, offset in self.arena_offsets.items():
+            run.bind(index, self.arena.ptr + offset, self.arena)
+        for (index, _shape), array in zip(self.parameter_leaves, inputs, strict=True):
+            run.bind(index, array.ptr, array.owner)
+        for alloc in self.output_allocations:
+            buffer = self.ctx.alloc(alloc.size)
+            run.bind(alloc.index, buffer.ptr, buffer)
+        for thunk in self.thunks:
+            thunk.execute(self.ctx, run, profiler)
+        results = []
+        for s, shape in zip(self.outputs, self.output_shapes, strict=True):
+            array = run.array(s, shape)
+            if s.allocation.kind in ("constant", "temp"):  # never hand out arena memory
+                copy = self.ctx.alloc(s.size)
+                self.ctx.copy_device(copy.ptr, array.ptr, s.size)
+                array = DeviceArray(copy.ptr, shape, copy)
+            results.append(array)
+        return results
+
+
+class GpuExecutable:
+    backend = "gpu"
+
+    def __init__(self, module: Any, entry: GpuSequence, artifacts: Any, keep_alive: Any) -> None:
+        self.module = module
+        self.entry = entry
+        self.artifacts = artifacts
+        self.keep_alive = keep_alive
+
+    def execute(self, args: Sequence[np.ndarray], profiler: Any = None) -> list[np.ndarray]:
+        from xla_teach.hlo.evaluator.arguments import check_arguments
+        from xla_teach.runtime.executable import _flatten
+
+        ctx = self.entry.ctx
+        ctx.make_current()
+        leaves = _flatten(check_arguments(self.module.entry, args))
+        inputs = [upload(ctx, leaf, shape) for leaf, (_, shape) in zip(leaves, self.entry.parameter_leaves,
+                                                                       strict=True)]
+        outputs = self.entry.run(inputs, profiler)
+        ctx.synchronize()
+        return [np.array(download(ctx, out)) for out in outputs]
+
+    def run_on_device(self, inputs: list[DeviceArray]) -> list[DeviceArray]:
+        """Run with arguments already on the device (benchmarks time this)."""
+        return self.entry.run(inputs)

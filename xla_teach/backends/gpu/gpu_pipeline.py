@@ -1,0 +1,25 @@
+"""The GPU backend's HLO pipeline: the shared pipeline with GPU fusion choices.
+
+GPU differences from the CPU pipeline: ``divide`` and ``rsqrt`` count as cheap
+(single instructions), so fusion may duplicate them; the tree-reduction
+rewriter splits very long reductions so that many blocks share them; dots stay
+emitted kernels (a tiled shared-memory kernel, no vendor library).
+"""
+
+from __future__ import annotations
+
+from xla_teach.backends.cpu.passes.reshape_to_bitcast import ReshapeToBitcast
+from xla_teach.backends.cpu.passes.tree_reduction_rewriter import TreeReductionRewriter
+from xla_teach.passes.fusion.fusion_rules import FusionConfig
+from xla_teach.passes.pass_base import HloPassPipeline
+from xla_teach.passes.pipeline import default_pipeline
+from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
+
+GPU_FUSION = FusionConfig(cheap_ops=frozenset({"divide", "rsqrt"}))
+
+
+def gpu_pipeline() -> HloPassPipeline:
+    pipeline = default_pipeline("gpu", GPU_FUSION)
+    pipeline.insert_before("fusion", TreeReductionRewriter(parts=1024, max_kept=1024))
+    pipeline.add_pass(HloPassPipeline("gpu-codegen-prepare", [ReshapeToBitcast(), HloMemoryScheduler()]))
+    return pipeline

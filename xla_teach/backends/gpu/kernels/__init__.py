@@ -1,0 +1,1 @@
+"""GPU kernel emitters: loops, reductions (warp shuffles + shared memory), tiled dot."""
