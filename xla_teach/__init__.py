@@ -8,12 +8,17 @@ The stable public surface (other tools depend on these names):
 * :func:`execute` -- run a module on a backend (``"interpreter"`` is the reference).
 """
 
+from xla_teach.api import execute
+from xla_teach.hlo.builder import XlaBuilder
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.parser import HloParseError, parse_hlo, parse_shape
 from xla_teach.hlo.shape import Layout, Shape
 from xla_teach.hlo.types import PrimitiveType
+from xla_teach.tools.display import install as _install_rich_display
 
 __version__ = "0.1.0"
+
+_install_rich_display()  # Jupyter shows modules as graphs, pass records as diffs (xla_teach/tools/display.py)
 
 __all__ = [
     "HloComputation",
@@ -23,6 +28,8 @@ __all__ = [
     "Layout",
     "PrimitiveType",
     "Shape",
+    "XlaBuilder",
+    "execute",
     "parse_hlo",
     "parse_shape",
 ]

@@ -1,0 +1,58 @@
+"""Helpers shared by the benchmark scripts: timing, the machine's copy bandwidth, a report table."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from datetime import date
+
+import numpy as np
+
+
+def median_seconds(fn: Callable[[], object], runs: int = 15, warmup: int = 2, min_time: float = 0.0) -> float:
+    """Median wall time of ``fn()`` over ``runs`` calls after ``warmup`` calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    start_all = time.perf_counter()
+    while len(times) < runs or time.perf_counter() - start_all < min_time:
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def copy_bandwidth(nbytes: int) -> float:
+    """Bytes *read* per second by ``np.copyto`` of an ``nbytes`` buffer (the machine's copy speed,
+    counted the way the kernels are: bytes read / time)."""
+    src = np.ones(nbytes // 8, np.float64)
+    dst = np.empty_like(src)
+    return src.nbytes / median_seconds(lambda: np.copyto(dst, src), runs=11)
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, NumPy {np.__version__}"
+
+
+def header(title: str) -> None:
+    print(f"# {title} -- {date.today()} on {machine()}")
+
+
+def row(name: str, ours: float, other: float, other_name: str, goal: float | None = None) -> None:
+    ratio = other / ours
+    verdict = "met" if goal is not None and ratio >= goal else "NOT met"
+    mark = "" if goal is None else f"  [goal >= {goal:.2f}x: {verdict}]"
+    print(f"{name:<48s} xla_teach {ours * 1e3:9.3f} ms   {other_name} {other * 1e3:9.3f} ms   "
+          f"-> {ratio:5.2f}x{mark}")

@@ -1,0 +1,157 @@
+"""timeline: valid Chrome trace-event JSON, one event per thunk per run, nested loop bodies, eager
+(op-by-op) traces side by side, and a summary consistent with the events."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from xla_teach.hlo.evaluator import evaluate_module
+from xla_teach.hlo.parser import parse_hlo
+from xla_teach.tools.fake_data import fake_arguments
+from xla_teach.tools.timeline import EagerProgram, Timeline, one_op_module, trace_eager, trace_runs
+from xla_teach.tools.tool_support import compile_on
+
+SOFTMAX = """
+HloModule softmax_like
+
+%max_f32 (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+
+%add_f32 (c: f32[], d: f32[]) -> f32[] {
+  %c = f32[] parameter(0)
+  %d = f32[] parameter(1)
+  ROOT %s = f32[] add(%c, %d)
+}
+
+ENTRY %main (x: f32[4,64]) -> f32[4,64] {
+  %x = f32[4,64]{1,0} parameter(0)
+  %ninf = f32[] constant(-inf)
+  %mx = f32[4]{0} reduce(%x, %ninf), dimensions={1}, to_apply=%max_f32
+  %mxb = f32[4,64]{1,0} broadcast(%mx), dimensions={0}
+  %sub = f32[4,64]{1,0} subtract(%x, %mxb)
+  %e = f32[4,64]{1,0} exponential(%sub)
+  %zero = f32[] constant(0)
+  %sum = f32[4]{0} reduce(%e, %zero), dimensions={1}, to_apply=%add_f32
+  %sumb = f32[4,64]{1,0} broadcast(%sum), dimensions={0}
+  ROOT %out = f32[4,64]{1,0} divide(%e, %sumb)
+}
+"""
+
+LOOP = """
+HloModule counted_loop
+
+%cond (s: (s32[], f32[8])) -> pred[] {
+  %s = (s32[], f32[8]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(5)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+%body (t: (s32[], f32[8])) -> (s32[], f32[8]) {
+  %t = (s32[], f32[8]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%t), index=0
+  %v = f32[8]{0} get-tuple-element(%t), index=1
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  %v2 = f32[8]{0} add(%v, %v)
+  ROOT %r = (s32[], f32[8]{0}) tuple(%i1, %v2)
+}
+
+ENTRY %main (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[8]{0}) tuple(%zero, %x)
+  %w = (s32[], f32[8]{0}) while(%init), condition=%cond, body=%body
+  ROOT %res = f32[8]{0} get-tuple-element(%w), index=1
+}
+"""
+
+
+def _complete_events(trace, pid=None):
+    return [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] != "run" and pid in (None, e["pid"])]
+
+
+def test_trace_is_valid_trace_event_json_with_one_event_per_thunk_per_run(tmp_path):
+    module = parse_hlo(SOFTMAX)
+    executable = compile_on(module, "cpu")
+    thunks = executable.entry.thunks
+    timeline = trace_runs(executable, fake_arguments(module), num_runs=3)
+    path = timeline.write_chrome_trace(tmp_path / "t.json")
+    trace = json.loads(path.read_text())  # valid JSON
+    assert trace["displayTimeUnit"] == "ms"
+    for event in trace["traceEvents"]:
+        assert {"name", "ph", "pid", "tid"} <= set(event)
+        if event["ph"] == "X":
+            assert isinstance(event["ts"], float | int) and event["dur"] >= 0 and event["ts"] >= 0
+    events = _complete_events(trace)
+    assert len(events) == 3 * len(thunks)
+    for run in range(3):
+        names = [e["name"] for e in events if e["args"]["run"] == run]
+        assert names == [t.name for t in thunks]  # schedule order, every run
+    runs = [e for e in trace["traceEvents"] if e.get("cat") == "run"]
+    assert len(runs) == 3
+    for span in runs:  # every thunk event lies inside its run's span
+        inside = [e for e in events if e["args"]["run"] == span["args"]["run"]]
+        assert all(span["ts"] <= e["ts"] and e["ts"] + e["dur"] <= span["ts"] + span["dur"] + 1e-3 for e in inside)
+    assert any(e["ph"] == "M" and e["args"]["name"] == "compiled (cpu)" for e in trace["traceEvents"])
+
+
+def test_loop_body_thunks_are_recorded_per_iteration():
+    module = parse_hlo(LOOP)
+    executable = compile_on(module, "cpu")
+    timeline = trace_runs(executable, fake_arguments(module), num_runs=1)
+    whiles = [e for e in timeline.thunk_events() if e.kind == "while"]
+    assert len(whiles) == 1
+    inner = [e for e in timeline.thunk_events() if whiles[0].start <= e.start and e.end <= whiles[0].end
+             and e is not whiles[0]]
+    assert len(inner) >= 5  # the body ran 5 times (plus 6 condition evaluations)
+
+
+def test_eager_program_matches_interpreter_and_traces_each_op():
+    module = parse_hlo(SOFTMAX)
+    args = fake_arguments(module)
+    program = EagerProgram(module, "cpu")
+    np.testing.assert_allclose(program.run(args)[0], evaluate_module(module, args)[0], rtol=1e-5)
+    timeline = trace_eager(module, args, "cpu", num_runs=2)
+    ops = [i for i in module.entry.instructions if i.opcode != "parameter"]
+    assert len(timeline.thunk_events()) == 2 * len(ops)
+    assert {e.name for e in timeline.thunk_events()} == {i.name for i in ops}
+
+
+def test_one_op_module_keeps_called_computations_only():
+    module = parse_hlo(SOFTMAX)
+    single = one_op_module(module.entry.instruction("sum"))
+    assert sorted(c.name for c in single.computations) == sorted(["add_f32", single.entry.name])
+    assert [i.opcode for i in single.entry.instructions] == ["parameter", "parameter", "reduce"]
+
+
+def test_side_by_side_tracks_and_summary():
+    module = parse_hlo(SOFTMAX)
+    args = fake_arguments(module)
+    timeline = trace_runs(compile_on(module, "cpu"), args, 2)
+    trace_eager(module, args, "cpu", 2, timeline)
+    trace = timeline.to_chrome_trace()
+    names = {e["args"]["name"]: e["pid"] for e in trace["traceEvents"] if e["name"] == "process_name"}
+    assert set(names) == {"compiled (cpu)", "eager (cpu)"} and len(set(names.values())) == 2
+    summary = timeline.summary()
+    assert "compiled (cpu): 2 run(s)" in summary and "eager (cpu): 2 run(s)" in summary
+
+
+def test_record_protocol_and_no_overwrite(tmp_path):
+    timeline = Timeline("manual")
+    with timeline.run() as index:
+        timeline.record("k", "kernel", 1.0, 1.5, 1000)
+    assert index == 0
+    (event,) = _complete_events(timeline.to_chrome_trace())
+    assert event["dur"] == pytest.approx(5e5) and event["args"] == {"bytes": 1000, "run": 0}
+    target = tmp_path / "exists.json"
+    target.write_text("keep")
+    with pytest.raises(FileExistsError):
+        timeline.write_chrome_trace(target)
+    assert target.read_text() == "keep"

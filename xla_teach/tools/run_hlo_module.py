@@ -1,0 +1,135 @@
+"""``run-hlo-module``: run a module on a test platform and on a reference, and compare.
+
+XLA's ``run_hlo_module`` is the first tool to reach for when a backend may be
+miscompiling: it runs the module with (fake) inputs on ``--platform`` and on
+``--reference_platform`` (the Interpreter by default, whose semantics are the
+definition of right) and reports whether the results are close enough::
+
+    ** Results on cpu and interpreter are close enough. **
+
+or, for a miscompile, which output differs, how much (max abs/rel error), and the
+first differing index, ending with ``K/N runs miscompared.`` The CLI exits with 1 on
+any mismatch. An element differs when its absolute error exceeds
+``--abs_error_bound`` *and* its relative error exceeds ``--rel_error_bound``.
+
+``--iterations=N`` draws new random inputs for every run. Either platform may also be
+a Python function ``(module, args) -> outputs`` (a *runner*), which is how tests
+plant a wrong backend; ``test_pipeline`` replaces the test platform's HLO passes
+(how they plant a wrong pass).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import numpy as np
+
+from xla_teach.hlo.ir import HloModule
+from xla_teach.passes.pass_base import HloPassPipeline
+from xla_teach.tools.fake_data import fake_arguments
+from xla_teach.tools.tool_support import (
+    OutputComparison,
+    Runner,
+    compare_outputs,
+    format_literal,
+    normalize_platform,
+    runner_for,
+)
+
+
+@dataclass
+class RunComparison:
+    """One iteration: the arguments, both platforms' outputs, and the per-output verdicts."""
+
+    iteration: int
+    args: list[Any]
+    test_outputs: list[np.ndarray]
+    reference_outputs: list[np.ndarray] | None
+    comparisons: list[OutputComparison] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.comparisons)
+
+
+@dataclass
+class RunHloModuleReport:
+    module_name: str
+    platform: str
+    reference_platform: str  # "" when there was no reference
+    runs: list[RunComparison]
+
+    @property
+    def miscompared(self) -> int:
+        return sum(1 for r in self.runs if not r.ok)
+
+    @property
+    def ok(self) -> bool:
+        return self.miscompared == 0
+
+    def text(self, print_literals: bool = False) -> str:
+        lines = []
+        for run in self.runs:
+            if len(self.runs) > 1:
+                lines.append(f"iteration {run.iteration}:")
+            if print_literals:
+                lines += [f"  arg{i}: {format_literal(a)}" for i, a in enumerate(run.args)]
+                lines += [f"  {self.platform} out{i}: {format_literal(o)}" for i, o in enumerate(run.test_outputs)]
+                for i, o in enumerate(run.reference_outputs or []):
+                    lines.append(f"  {self.reference_platform} out{i}: {format_literal(o)}")
+            if not self.reference_platform:
+                continue
+            if run.ok:
+                lines.append(f"** Results on {self.platform} and {self.reference_platform} are close enough. **")
+            else:
+                lines.append(f"** Results on {self.platform} and {self.reference_platform} DIFFER **")
+                lines += ["  " + c.describe(self.platform, self.reference_platform)
+                          for c in run.comparisons if not c.ok]
+        if self.reference_platform:
+            lines.append(f"{self.miscompared}/{len(self.runs)} runs miscompared.")
+        return "\n".join(lines)
+
+
+def _label(platform: str | Runner) -> str:
+    if callable(platform):
+        return getattr(platform, "__name__", "custom")
+    return normalize_platform(platform)
+
+
+def run_hlo_module(module: HloModule, platform: str | Runner = "cpu",
+                   reference_platform: str | Runner | None = "interpreter", *, args: list[Any] | None = None,
+                   iterations: int = 1, abs_error_bound: float = 1e-3, rel_error_bound: float = 1e-3,
+                   run_test_hlo_passes: bool = True, run_reference_hlo_passes: bool = True,
+                   test_pipeline: HloPassPipeline | None = None, seed: int = 0,
+                   progress: Callable[[str], None] | None = None) -> RunHloModuleReport:
+    """Run ``module`` on both platforms ``iterations`` times and compare every output.
+
+    ``args`` fixes the inputs (all iterations then use them); otherwise iteration ``i``
+    uses fake data from seed ``seed + i``. ``reference_platform=None`` (or ``""``)
+    only runs the test platform.
+    """
+    if iterations < 1:
+        raise ValueError(f"--iterations must be at least 1, got {iterations}")
+    test = runner_for(platform, test_pipeline, run_test_hlo_passes)
+    reference = None
+    if reference_platform:
+        reference = runner_for(reference_platform, None, run_reference_hlo_passes)
+    report = RunHloModuleReport(module.name, _label(platform), _label(reference_platform) if reference else "", [])
+    for i in range(iterations):
+        if progress is not None and iterations > 1:
+            progress(f"run-hlo-module: iteration {i + 1}/{iterations}")
+        run_args = list(args) if args is not None else fake_arguments(module, seed + i)
+        test_out = test(module, run_args)
+        ref_out = reference(module, run_args) if reference is not None else None
+        run = RunComparison(i, run_args, test_out, ref_out)
+        if ref_out is not None:
+            run.comparisons = compare_outputs(test_out, ref_out, abs_error_bound, rel_error_bound)
+        report.runs.append(run)
+    return report
+
+
+def print_report(report: RunHloModuleReport, print_literals: bool = False, out: TextIO | None = None) -> None:
+    print(report.text(print_literals), file=out if out is not None else sys.stdout)
