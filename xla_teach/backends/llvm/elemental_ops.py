@@ -339,35 +339,45 @@ def emit_bitcast_convert(b: ir.IRBuilder, x: ir.Value, src: PrimitiveType, dst: 
     return from_storage(b, raw, dst)
 
 
+_FLOAT_FORMATS = {PrimitiveType.F16: (5, 10), PrimitiveType.BF16: (8, 7), PrimitiveType.F32: (8, 23),
+                  PrimitiveType.F64: (11, 52)}
+
+
 def emit_reduce_precision(b: ir.IRBuilder, x: ir.Value, ptype: PrimitiveType, exponent_bits: int,
                           mantissa_bits: int) -> ir.Value:
-    """Round ``x`` to a float with the given exponent/mantissa widths and back (as XLA does)."""
-    is_double = isinstance(x.type, ir.DoubleType)
-    width, src_mantissa, src_exponent = (64, 52, 11) if is_double else (32, 23, 8)
-    ity = ir.IntType(width)
+    """Round ``x`` to the nearest value (ties to even) of a float format with ``exponent_bits`` /
+    ``mantissa_bits`` and back, keeping the target's subnormals; overflow gives +-inf, NaN stays NaN.
 
-    def c(v: int) -> ir.Constant:
-        return ir.Constant(ity, v)
+    Computed in f64 (exact for every source type): with ``e = max(exponent(x), min_exponent)`` the
+    representable neighbours of ``x`` are the multiples of ``q = 2^(e - M)``, so
+    ``roundeven(x / q) * q`` is the rounded value -- both scalings are exact powers of two.
+    """
+    from xla_teach.backends.llvm.math.common import FloatOps
 
-    bits = b.bitcast(x, ity)
-    if mantissa_bits < src_mantissa:
-        drop = src_mantissa - mantissa_bits
-        last_kept = b.and_(b.lshr(bits, c(drop)), c(1))
-        bias = b.add(c((1 << (drop - 1)) - 1), last_kept)
-        bits = b.and_(b.add(bits, bias), c(~((1 << drop) - 1) & ((1 << width) - 1)))
-    if exponent_bits < src_exponent:
-        sign = b.and_(bits, c(1 << (width - 1)))
-        magnitude = b.and_(bits, c((1 << (width - 1)) - 1))
-        src_bias = (1 << (src_exponent - 1)) - 1
-        dst_bias = (1 << (exponent_bits - 1)) - 1
-        max_exponent = src_bias + dst_bias
-        min_exponent = src_bias - dst_bias
-        overflow = b.icmp_unsigned(">", magnitude, c((max_exponent << src_mantissa) | (
-            ((1 << src_mantissa) - 1) ^ ((1 << (src_mantissa - min(mantissa_bits, src_mantissa))) - 1))))
-        underflow = b.icmp_unsigned("<=", magnitude, c(min_exponent << src_mantissa))
-        inf_bits = c(((1 << src_exponent) - 1) << src_mantissa)
-        magnitude = b.select(overflow, inf_bits, b.select(underflow, c(0), magnitude))
-        bits = b.or_(sign, magnitude)
-    result = b.bitcast(bits, x.type)
-    is_nan = b.fcmp_unordered("uno", x, x)
-    return round_to_type(b, b.select(is_nan, x, result), ptype)
+    src_exponent, src_mantissa = _FLOAT_FORMATS[ptype]
+    e_bits, m_bits = min(exponent_bits, src_exponent), min(mantissa_bits, src_mantissa)
+    if (e_bits, m_bits) == (src_exponent, src_mantissa):
+        return x
+    d = FloatOps(b, ir.DoubleType())
+    v = x if isinstance(x.type, ir.DoubleType) else b.fpext(x, ir.DoubleType())
+    max_exponent = 2 ** (e_bits - 1) - 1
+    min_exponent = 1 - max_exponent
+    biased = b.and_(b.lshr(d.to_bits(v), d.iconst(52)), d.iconst(0x7FF))
+    unbiased = b.sub(biased, d.iconst(1023))
+    exponent = b.select(b.icmp_signed("<", unbiased, d.iconst(min_exponent)), d.iconst(min_exponent), unbiased)
+    quantum = b.sub(exponent, d.iconst(m_bits))
+    scaled = d.scale(v, b.neg(quantum))
+    rounded = d.roundeven(scaled)
+    if m_bits == 0:
+        # No mantissa bits: "even" means an even biased exponent; a tie 1.5 * 2^e goes to 2^e or 2^(e+1).
+        tie = d.cmp("==", d.fabs(scaled), 1.5)
+        parity = b.and_(b.add(exponent, d.iconst(max_exponent)), d.iconst(1))
+        target = b.select(b.icmp_signed("==", parity, d.iconst(0)), d.const(1.0), d.const(2.0))
+        rounded = b.select(tie, d.copysign(target, scaled), rounded)
+    result = d.scale(rounded, quantum)
+    max_finite = (2.0 - 2.0 ** -m_bits) * 2.0 ** max_exponent
+    result = b.select(d.cmp(">", d.fabs(result), max_finite), d.copysign(d.const(float("inf")), v), result)
+    result = b.select(d.is_finite(v), result, v)
+    if not isinstance(x.type, ir.DoubleType):
+        result = b.fptrunc(result, x.type)
+    return round_to_type(b, result, ptype)

@@ -22,6 +22,17 @@ def _elements(hero: HloInstruction) -> list[HloInstruction]:
     return list(hero.operands) if hero.opcode == "tuple" else [hero]
 
 
+def element_values(em, elements: list[HloInstruction], index: IrIndex) -> list:  # type: ignore[no-untyped-def]
+    """The values of ``elements`` at ``index``, flattened: a variadic op (a tuple-shaped
+    reduce-window, say) contributes one value per output."""
+    values = []
+    for element in elements:
+        shape = element.shape.tuple_shapes[0] if element.shape.is_tuple else element.shape
+        value = em.value_at(element, IrIndex(index.dims, shape))
+        values.extend(value if isinstance(value, tuple) else [value])
+    return values
+
+
 def emit_loop_kernel(ctx: KernelContext) -> tuple[int, int]:
     """Returns (outer loop size, suggested partitions)."""
     em = ctx.emitter()
@@ -31,8 +42,8 @@ def emit_loop_kernel(ctx: KernelContext) -> tuple[int, int]:
     b = ctx.b
 
     def body(index: IrIndex) -> None:
-        for element, out in zip(elements, outputs, strict=True):
-            value = em.value_at(element, IrIndex(index.dims, element.shape))
+        values = element_values(em, elements, index)
+        for value, out in zip(values, outputs, strict=True):
             out.store(b, value, IrIndex(index.dims, out.shape))
 
     if shape.rank == 0:

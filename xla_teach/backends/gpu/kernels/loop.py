@@ -14,6 +14,7 @@ the last block that fall past the end::
 from __future__ import annotations
 
 from xla_teach.backends.cpu.kernels.context import KernelContext
+from xla_teach.backends.cpu.kernels.loop import element_values
 from xla_teach.backends.gpu.kernel_builder import LaunchDimensions, linear_launch
 from xla_teach.backends.llvm.elemental_emitter import delinearize_physical
 from xla_teach.backends.llvm.ir_array import IrIndex, i64
@@ -34,11 +35,10 @@ def emit_gpu_loop_kernel(ctx: KernelContext) -> LaunchDimensions:
     tid = ctx.kb.global_thread_id()
     with if_then(b, b.icmp_unsigned("<", tid, i64(n)), "in_bounds"):
         index = delinearize_physical(b, tid, shape) if shape.rank else IrIndex.scalar(shape)
-        for element, out in zip(elements, outputs, strict=True):
+        values = element_values(em, elements, IrIndex(index.dims, shape))
+        for value, out in zip(values, outputs, strict=True):
             same_layout = out.shape.minor_to_major() == shape.minor_to_major()
-            element_index = IrIndex(index.dims, element.shape, index.linear if same_layout else None)
-            out.store(b, em.value_at(element, element_index), IrIndex(index.dims, out.shape,
-                                                                     index.linear if same_layout else None))
+            out.store(b, value, IrIndex(index.dims, out.shape, index.linear if same_layout else None))
     return launch
 
 
