@@ -13,6 +13,7 @@ import numpy as np
 
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.shape import Shape
 from xla_teach.passes.pass_base import HloPass
 
 
@@ -21,21 +22,24 @@ def canonical(module: HloModule) -> str:
     return "\n".join(line for line in text.splitlines() if not line.startswith("HloModule"))
 
 
-def random_inputs(module: HloModule, seed: int = 0) -> list[np.ndarray]:
+def random_value(shape: Shape, rng: np.random.Generator) -> object:
+    """A random array for ``shape`` (a tuple of them for a tuple shape): normal floats,
+    integers in [-50, 50], random predicates."""
+    if shape.is_tuple:
+        return tuple(random_value(s, rng) for s in shape.tuple_shapes)
+    etype = shape.element_type
+    if etype.is_float:
+        return rng.standard_normal(shape.dimensions).astype(etype.dtype)
+    if etype.is_pred:
+        return rng.integers(0, 2, shape.dimensions).astype(bool)
+    info = np.iinfo(etype.dtype)
+    lo, hi = max(info.min, -50), min(info.max, 50)
+    return rng.integers(lo, hi + 1, shape.dimensions).astype(etype.dtype)
+
+
+def random_inputs(module: HloModule, seed: int = 0) -> list:
     rng = np.random.default_rng(seed)
-    args = []
-    for param in module.entry.parameter_instructions:
-        shape = param.shape
-        etype = shape.element_type
-        if etype.is_float:
-            args.append(rng.standard_normal(shape.dimensions).astype(etype.dtype))
-        elif etype.is_pred:
-            args.append(rng.integers(0, 2, shape.dimensions).astype(bool))
-        else:
-            info = np.iinfo(etype.dtype)
-            lo, hi = max(info.min, -50), min(info.max, 50)
-            args.append(rng.integers(lo, hi + 1, shape.dimensions).astype(etype.dtype))
-    return args
+    return [random_value(param.shape, rng) for param in module.entry.parameter_instructions]
 
 
 def assert_same_results(before: HloModule, after: HloModule, seed: int = 0, rtol: float = 1e-5) -> None:
@@ -66,3 +70,46 @@ def check_pass(hlo_pass: HloPass, before: str, expected: str | None, semantics: 
     if semantics:
         assert_same_results(original, module)
     return module
+
+
+# ---- special values: NaN, infinities, signed zeros, integer extremes ---------------------------
+FLOAT_SPECIALS = (np.nan, -np.inf, np.inf, -0.0, 0.0, 1.0, -1.0, 0.5, 2.0, -3.25, 1e30, -1e-30)
+
+
+def special_inputs(module: HloModule, shift: int = 0) -> list[np.ndarray]:
+    """Inputs made of the values rewrites get wrong: NaN, +-inf, -0.0, integer min/max.
+    ``shift`` rotates the pattern so two parameters do not always line up the same way."""
+    args = []
+    for k, param in enumerate(module.entry.parameter_instructions):
+        shape = param.shape
+        etype = shape.element_type
+        if etype.is_float:
+            pool = np.array(FLOAT_SPECIALS, dtype=np.float64)
+        elif etype.is_pred:
+            pool = np.array([True, False, False])
+        else:
+            info = np.iinfo(etype.dtype)
+            pool = np.array([0, 1, -1, info.min, info.max, 7, -8], dtype=np.float64).clip(info.min, info.max)
+        n = int(np.prod(shape.dimensions))
+        idx = (np.arange(n) * (k + 1) + shift) % len(pool)
+        args.append(pool[idx].astype(etype.dtype).reshape(shape.dimensions))
+    return args
+
+
+def assert_bitwise_same(before: HloModule, after: HloModule, shifts: int = 4, signed_zero_ok: bool = False) -> None:
+    """Both modules give bit-identical results (NaN == NaN, but -0.0 != +0.0 unless
+    ``signed_zero_ok``) on special inputs."""
+    from xla_teach.hlo.evaluator import evaluate_module
+
+    for shift in range(shifts):
+        args = special_inputs(before, shift)
+        for e, a in zip(evaluate_module(before, args), evaluate_module(after, args), strict=True):
+            e, a = np.asarray(e), np.asarray(a)
+            assert e.dtype == a.dtype and e.shape == a.shape
+            if e.dtype.kind in "fV":  # floats, including ml_dtypes' bfloat16
+                same = (e.view(f"u{e.itemsize}") == a.view(f"u{a.itemsize}")) | (np.isnan(e) & np.isnan(a))
+                if signed_zero_ok:
+                    same |= (e == 0) & (a == 0)
+            else:
+                same = e == a
+            assert np.all(same), f"results differ on special inputs {args}:\nbefore {e}\nafter  {a}"

@@ -1,14 +1,33 @@
 """The default HLO pass pipeline, a simplified mirror of XLA's CPU/GPU pipelines.
 
-Order (each line a pipeline, nested as XLA nests them)::
+Order (each line a pipeline, nested as XLA nests them; ``(fix)`` reruns its passes
+until none of them changes the module)::
 
-    optimization
-      simplification (fixed point): dce, ...
-    fusion
-      fusion, multi_output_fusion, dce
+    <backend>-pipeline
+      optimization
+        call-inliner                      # once, first: later passes see across calls
+        simplification (fix)
+          algsimp                         # local algebraic rewrites (rule table in its docstring)
+          constant_folding                # evaluate constant subexpressions with the interpreter
+          cse                             # merge identical instructions and equal constants
+          tuple-simplifier                # gte(tuple(...)) and re-packed tuples
+          reshape-mover                   # sink reshapes/transposes below elementwise ops
+          transpose-folding               # absorb transposes into dot dimension numbers
+          simplify-while-loops            # loops that never run, dead loop state
+          while-loop-invariant-code-motion
+          dce                             # remove what the passes above left unused
+      fusion
+        fusion, multi_output_fusion, dce
 
-Backends append their own passes (see ``backends/cpu/cpu_pipeline.py``) and
-students can insert theirs anywhere with ``insert_before``/``insert_after``.
+XLA runs more passes (expanders, layout assignment, copy insertion...) and splits
+``transpose-folding`` and ``cse`` out of its ``simplification`` fixed point; keeping
+them inside here costs nothing and lets their results feed ``algsimp`` again.
+
+Backends add their own passes (see ``backends/cpu/cpu_pipeline.py``) and students
+can insert theirs anywhere with ``insert_before``/``insert_after``, e.g.::
+
+    pipeline = default_pipeline()
+    pipeline.find("simplification").insert_after("algsimp", MyPass())
 """
 
 from __future__ import annotations
@@ -16,14 +35,32 @@ from __future__ import annotations
 from xla_teach.passes.fusion.fusion_rules import FusionConfig
 from xla_teach.passes.fusion.instruction_fusion import InstructionFusion
 from xla_teach.passes.fusion.multi_output_fusion import MultiOutputFusion
-from xla_teach.passes.pass_base import HloPassFix, HloPassPipeline
+from xla_teach.passes.pass_base import HloPass, HloPassFix, HloPassPipeline
+from xla_teach.passes.simplifiers.algebraic_simplifier import AlgebraicSimplifier
+from xla_teach.passes.simplifiers.call_inliner import CallInliner
+from xla_teach.passes.simplifiers.constant_folding import ConstantFolding
+from xla_teach.passes.simplifiers.cse import CommonSubexpressionElimination
 from xla_teach.passes.simplifiers.dce import DeadCodeElimination
+from xla_teach.passes.simplifiers.reshape_mover import ReshapeMover
+from xla_teach.passes.simplifiers.transpose_folding import TransposeFolding
+from xla_teach.passes.simplifiers.tuple_simplifier import TupleSimplifier
+from xla_teach.passes.simplifiers.while_loop_invariant_code_motion import WhileLoopInvariantCodeMotion
+from xla_teach.passes.simplifiers.while_loop_simplifier import WhileLoopSimplifier
+
+
+def simplification_passes() -> list[HloPass]:
+    """The passes of the ``simplification`` fixed point, in order (fresh instances)."""
+    return [
+        AlgebraicSimplifier(), ConstantFolding(), CommonSubexpressionElimination(), TupleSimplifier(),
+        ReshapeMover(), TransposeFolding(), WhileLoopSimplifier(), WhileLoopInvariantCodeMotion(),
+        DeadCodeElimination(),
+    ]
 
 
 def default_pipeline(backend: str = "cpu", fusion_config: FusionConfig | None = None) -> HloPassPipeline:
     config = fusion_config or FusionConfig()
-    simplification = HloPassFix("simplification", [DeadCodeElimination()])
-    optimization = HloPassPipeline("optimization", [simplification])
+    simplification = HloPassFix("simplification", simplification_passes())
+    optimization = HloPassPipeline("optimization", [CallInliner(), simplification])
     fusion = HloPassPipeline("fusion", [InstructionFusion(config), MultiOutputFusion(config),
                                         DeadCodeElimination()])
     return HloPassPipeline(f"{backend}-pipeline", [optimization, fusion])

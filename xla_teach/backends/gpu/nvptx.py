@@ -13,6 +13,7 @@ PTX versions: the PTX ISA written must be one the consumer accepts. PTX 8.0
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shutil
 import subprocess
@@ -66,7 +67,19 @@ def compile_to_ptx(ir_text: str, arch: str, opt_level: int = 3) -> tuple[str, st
 
 
 def ptxas_path() -> str | None:
-    return shutil.which("ptxas")
+    """``ptxas`` from PATH, else the one in PyPI's ``nvidia-cuda-nvcc`` wheel (the ``test`` extra)."""
+    found = shutil.which("ptxas")
+    if found:
+        return found
+    try:
+        import nvidia.cu13  # the namespace package of CUDA 13's PyPI wheels
+    except ImportError:
+        return None
+    for root in nvidia.cu13.__path__:
+        candidate = Path(root) / "bin" / "ptxas"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
 
 
 def assemble_with_ptxas(ptx: str, arch: str) -> tuple[bool, str]:

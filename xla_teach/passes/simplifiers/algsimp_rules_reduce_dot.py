@@ -1,0 +1,98 @@
+"""``algsimp`` rules for ``reduce`` and ``dot`` whose reductions are degenerate.
+
+A reduction over dimensions of size 1 combines every output element with exactly one
+input element, so ``reduce(x, init)`` is the reducer applied once:
+``f(init, reshape(x))``. We write that out (with the reducer's own op) instead of
+assuming ``init`` is the reducer's identity, so the rewrite is exact even for an odd
+``init``; ``x + 0 -> x`` then removes an identity ``init`` in the next round.
+
+A ``dot`` whose contracting dimensions all have size 1 sums a single product: it is an
+outer product, ``multiply(broadcast(lhs), broadcast(rhs))`` (XLA makes the same rewrite;
+the only difference is the sign of a zero product, which the dot's sum, starting from
++0.0, turns into +0.0).
+"""
+
+from __future__ import annotations
+
+import math
+
+from xla_teach.hlo.evaluator.elementwise_binary import BINARY_FUNCTIONS
+from xla_teach.hlo.evaluator.fast_paths import match_scalar_computation
+from xla_teach.hlo.ir import HloComputation, HloInstruction
+from xla_teach.passes.simplifiers.algsimp_rules_base import Rule, rule
+from xla_teach.passes.simplifiers.rewrite_utils import add_instruction, broadcast_scalar
+
+
+@rule("reduce over size-1 dims -> f(init, reshape(x)) (f = the reducer's single op)", "reduce")
+def reduce_degenerate(instr: HloInstruction) -> HloInstruction | None:
+    if instr.operand_count != 2 or not instr.shape.is_array:
+        return None
+    operand, init = instr.operands
+    if operand.shape.element_count() != instr.shape.element_count() or operand.shape.element_count() == 0:
+        return None
+    pattern = match_scalar_computation(instr.to_apply)
+    if pattern is None or pattern.opcode not in BINARY_FUNCTIONS or sorted(pattern.parameters) != [0, 1]:
+        return None
+    comp = instr.parent
+    assert comp is not None
+    dims = instr.shape.dimensions
+    reshaped = operand if operand.shape.dimensions == dims else add_instruction(
+        comp, "reshape", [operand], result_dims=dims)
+    accumulator = broadcast_scalar(comp, init, dims)
+    # The reducer is op(param[i], param[j]); param 0 is the accumulator, param 1 the element.
+    by_param = {0: accumulator, 1: reshaped}
+    return add_instruction(comp, pattern.opcode, [by_param[p] for p in pattern.parameters])
+
+
+@rule("reduce of an empty array -> broadcast(init)", "reduce")
+def reduce_empty(instr: HloInstruction) -> HloInstruction | None:
+    if instr.operand_count != 2 or not instr.shape.is_array or instr.operand(0).shape.element_count() != 0:
+        return None
+    comp = instr.parent
+    assert comp is not None
+    return broadcast_scalar(comp, instr.operand(1), instr.shape.dimensions)
+
+
+def _as_broadcast_operand(comp: HloComputation, operand: HloInstruction, batch: tuple[int, ...],
+                          contracting: tuple[int, ...]) -> HloInstruction:
+    """``operand`` transposed to (batch..., free...) with its size-1 contracting dims dropped."""
+    free = tuple(d for d in range(operand.shape.rank) if d not in batch and d not in contracting)
+    perm = batch + free + contracting
+    value = operand
+    if list(batch + free) != sorted(batch + free):  # else a reshape alone drops the size-1 dims
+        value = add_instruction(comp, "transpose", [value], {"dimensions": perm})
+    kept = tuple(operand.shape.dimensions[d] for d in batch + free)
+    if value.shape.dimensions != kept:
+        value = add_instruction(comp, "reshape", [value], result_dims=kept)
+    return value
+
+
+@rule("dot with size-1 contracting dims -> multiply(broadcast(lhs), broadcast(rhs))", "dot",
+      exactness="a dot sums from +0.0, so a single product -0.0 comes out +0.0; the multiply keeps -0.0")
+def dot_degenerate(instr: HloInstruction) -> HloInstruction | None:
+    lhs, rhs = instr.operands
+    etype = instr.shape.element_type
+    if lhs.shape.element_type is not etype or rhs.shape.element_type is not etype:
+        return None  # a mixed-precision dot: the multiply would round differently
+    lhs_c, rhs_c = tuple(instr.attr("lhs_contracting_dims")), tuple(instr.attr("rhs_contracting_dims"))
+    if math.prod(lhs.shape.dimensions[d] for d in lhs_c) != 1:
+        return None
+    lhs_b, rhs_b = tuple(instr.attr("lhs_batch_dims")), tuple(instr.attr("rhs_batch_dims"))
+    comp = instr.parent
+    assert comp is not None
+    n_batch = len(lhs_b)
+    n_lhs_free = lhs.shape.rank - n_batch - len(lhs_c)
+    n_rhs_free = rhs.shape.rank - n_batch - len(rhs_c)
+    out = instr.shape.dimensions
+    left = _as_broadcast_operand(comp, lhs, lhs_b, lhs_c)
+    right = _as_broadcast_operand(comp, rhs, rhs_b, rhs_c)
+    left_dims = tuple(range(n_batch + n_lhs_free))
+    right_dims = tuple(range(n_batch)) + tuple(range(n_batch + n_lhs_free, n_batch + n_lhs_free + n_rhs_free))
+    if left.shape.dimensions != out:
+        left = add_instruction(comp, "broadcast", [left], {"dimensions": left_dims}, result_dims=out)
+    if right.shape.dimensions != out:
+        right = add_instruction(comp, "broadcast", [right], {"dimensions": right_dims}, result_dims=out)
+    return add_instruction(comp, "multiply", [left, right])
+
+
+REDUCE_DOT_RULES: tuple[Rule, ...] = (reduce_degenerate, reduce_empty, dot_degenerate)

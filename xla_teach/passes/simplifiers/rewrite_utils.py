@@ -1,0 +1,177 @@
+"""Small helpers the simplifier passes share: making instructions, reading constants,
+and replacing an instruction the way XLA's ``HloComputation::ReplaceInstruction`` does.
+
+XLA's ``ReplaceInstruction(old, new)`` redirects every use of ``old`` to ``new`` and then
+removes ``old`` *together with the operands that became unused* (unless they are
+parameters or have side effects). The passes here do the same through
+:func:`replace_instruction`, so a rewrite such as ``reshape(reshape(x)) -> reshape(x)``
+does not leave the inner reshape behind for ``dce`` to collect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from xla_teach.hlo.ir import HloComputation, HloInstruction
+from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.shape_inference import infer_shape
+from xla_teach.hlo.types import PrimitiveType
+
+COMMUTATIVE_OPCODES = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
+
+
+def add_instruction(
+    comp: HloComputation,
+    opcode: str,
+    operands: Sequence[HloInstruction],
+    attrs: dict[str, Any] | None = None,
+    *,
+    shape: Shape | None = None,
+    result_dims: Sequence[int] | None = None,
+    result_element_type: PrimitiveType | None = None,
+    name: str | None = None,
+) -> HloInstruction:
+    """Create ``opcode(operands)`` in ``comp``; the shape is inferred unless given.
+
+    ``result_dims`` (broadcast, reshape) and ``result_element_type`` (convert) supply the
+    parts of the result that shape inference cannot know.
+    """
+    if shape is None:
+        shape = infer_shape(opcode, [o.shape for o in operands], attrs or {}, result_dims=result_dims,
+                            result_element_type=result_element_type)
+    instr = HloInstruction(opcode, shape, operands, attrs or {})
+    return comp.add_instruction(instr, name if name is not None else opcode)
+
+
+def add_constant(comp: HloComputation, value: np.ndarray | float | int | bool, etype: PrimitiveType,
+                 name: str = "constant") -> HloInstruction:
+    """A ``constant`` instruction holding ``value`` (converted to ``etype``)."""
+    literal = np.asarray(value, dtype=etype.dtype)
+    shape = Shape.array(etype, literal.shape)
+    return comp.add_instruction(HloInstruction("constant", shape, attrs={"literal": literal}), name)
+
+
+def broadcast_scalar(comp: HloComputation, scalar: HloInstruction, dims: Sequence[int]) -> HloInstruction:
+    """``broadcast(scalar), dimensions={}`` to ``dims`` (just ``scalar`` when ``dims`` is empty)."""
+    if not dims:
+        return scalar
+    return add_instruction(comp, "broadcast", [scalar], {"dimensions": ()}, result_dims=dims)
+
+
+def uniform_constant_value(instr: HloInstruction) -> np.generic | None:
+    """The single value of a constant whose elements are all equal, or of a broadcast of a
+    scalar constant; None for anything else.
+
+    Equality is bitwise, so ``-0.0`` and ``+0.0`` are different values and NaN equals itself.
+    """
+    if instr.opcode == "broadcast" and instr.operand(0).shape.rank == 0:
+        instr = instr.operand(0)
+    if instr.opcode != "constant" or "literal" not in instr.attrs or not instr.shape.is_array:
+        return None
+    literal = np.asarray(instr.literal)
+    if literal.size == 0:
+        return None
+    flat = literal.reshape(-1)
+    if flat.tobytes() != flat[:1].tobytes() * flat.size:
+        return None
+    return flat[0]
+
+
+def is_constant_equal(instr: HloInstruction, value: float) -> bool:
+    """True if every element of ``instr`` is exactly ``value`` (``0.0`` means +0.0 only)."""
+    v = uniform_constant_value(instr)
+    if v is None:
+        return False
+    want = np.asarray(value, dtype=instr.shape.element_type.dtype)
+    return bool(np.asarray(v).tobytes() == want.tobytes())
+
+
+def has_side_effect_recursive(instr: HloInstruction, _seen: set[int] | None = None) -> bool:
+    """True if ``instr`` has a side effect or calls (transitively) a computation with one:
+    two ``while`` loops whose bodies draw random numbers are not the same value."""
+    if instr.has_side_effect() or instr.opcode in ("rng", "rng-bit-generator"):
+        return True
+    seen = _seen if _seen is not None else set()
+    for comp in instr.called_computations():
+        if id(comp) not in seen:
+            seen.add(id(comp))
+            if any(has_side_effect_recursive(i, seen) for i in comp.instructions):
+                return True
+    return False
+
+
+def remove_if_unused(comp: HloComputation, instr: HloInstruction) -> None:
+    """Remove ``instr`` and, recursively, operands nothing else reads any more.
+
+    Parameters, roots, side-effecting instructions and instructions that order others
+    (control predecessors) are kept, as XLA's ``RemoveInstructionAndUnusedOperands`` does.
+    """
+    ordering = {p.unique_id for i in comp.instructions for p in i.control_predecessors}
+    stack = [instr]
+    while stack:
+        cur = stack.pop()
+        if (cur.parent is not comp or cur.users or cur.is_root() or cur.opcode == "parameter"
+                or cur.has_side_effect() or cur.unique_id in ordering or cur.control_predecessors):
+            continue
+        operands = list(dict.fromkeys(cur.operands))
+        comp.remove_instruction(cur)
+        stack.extend(operands)
+
+
+def _keep_layout(old: HloInstruction, new: HloInstruction) -> HloInstruction:
+    """``new``, or something equal to it with ``old``'s layout.
+
+    Layouts are physical: backends read a value in the layout its shape declares, and
+    the ENTRY result must come out in the layout the caller expects. So a replacement
+    keeps the replaced instruction's layout: a freshly made instruction simply takes it;
+    an existing one with another layout is read through a ``copy`` (what XLA's layout
+    assignment would insert).
+    """
+    if not old.shape.is_array or new.shape == old.shape:
+        return new
+    fresh = not new.users and not new.is_root() and new.opcode != "parameter"
+    if fresh:
+        new.shape = old.shape
+        return new
+    comp = old.parent
+    assert comp is not None
+    return add_instruction(comp, "copy", [new], shape=old.shape)
+
+
+def replace_instruction(old: HloInstruction, new: HloInstruction) -> HloInstruction:
+    """Make every user of ``old`` (and the root slot) read ``new``; then remove ``old`` and
+    its operands that became unused. ``new`` must already be in the computation.
+
+    Returns what replaced ``old``: ``new``, or a ``copy`` of it when ``new`` is an existing
+    instruction with a different layout (see :func:`_keep_layout`).
+    """
+    comp = old.parent
+    assert comp is not None and new.parent is comp, "both instructions must be in the same computation"
+    if not old.shape.compatible(new.shape):
+        raise ValueError(f"cannot replace {old.name} ({old.shape}) by {new.name} ({new.shape}): shapes differ")
+    new = _keep_layout(old, new)
+    old.replace_all_uses_with(new)
+    remove_if_unused(comp, old)
+    return new
+
+
+def inverse_permutation(perm: Sequence[int]) -> tuple[int, ...]:
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
+
+
+def is_identity_permutation(perm: Sequence[int]) -> bool:
+    return tuple(perm) == tuple(range(len(perm)))
+
+
+def callers(comp: HloComputation) -> list[HloInstruction]:
+    """Instructions (anywhere in the module) that call ``comp``."""
+    module = comp.parent
+    if module is None:
+        return []
+    return [i for i in module.instructions() if any(c is comp for c in i.called_computations())]
