@@ -161,6 +161,12 @@ def reduction_cases() -> list[tuple[str, str]]:
         ("reduce_columns", _module("rc", """  x = f32[300,7] parameter(0)
   z = f32[] constant(0)
   ROOT r = f32[7] reduce(x, z), dimensions={0}, to_apply=add_f32""", ADD["f32"])),
+        ("reduce_columns_3d_f16_max", _module("rc3", """  x = f16[40,3,700] parameter(0)
+  e = f16[40,3,700] exponential(x)
+  z = f16[] constant(-inf)
+  ROOT r = f16[3,700] reduce(e, z), dimensions={0}, to_apply=max_f16""",
+                                                    "max_f16 { a = f16[] parameter(0)  b = f16[] parameter(1)  "
+                                                    "ROOT r = f16[] maximum(a, b) }")),
         ("reduce_all_long", _module("ra", """  x = f32[5000,41] parameter(0)
   y = f32[5000,41] parameter(1)
   m = f32[5000,41] multiply(x, y)
@@ -230,6 +236,16 @@ def contraction_cases() -> list[tuple[str, str]]:
   z = f32[] constant(0)
   zb = f32[40,36] broadcast(z), dimensions={}
   ROOT r = f32[40,36] maximum(s, zb)""")),
+        # Regression: a transpose after the epilogue must not be fused into the dot's output fusion.
+        ("dot_epilogue_then_transpose", _module("dtt", """  g = f32[64,10] parameter(0)
+  x = f32[64,78] parameter(1)
+  w = f32[78,10] parameter(2)
+  d = f32[10,78] dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  k = f32[] constant(0.1)
+  kb = f32[10,78] broadcast(k), dimensions={}
+  m = f32[10,78] multiply(kb, d)
+  t = f32[78,10] transpose(m), dimensions={1,0}
+  ROOT s = f32[78,10] subtract(w, t)""")),
         ("dot_large_blas", _module("big", """  a = f32[256,300] parameter(0)
   b = f32[300,200] parameter(1)
   ROOT d = f32[256,200] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}""")),

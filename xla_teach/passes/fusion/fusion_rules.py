@@ -88,10 +88,14 @@ def _reads_elementwise(consumer: HloInstruction, producer: HloInstruction) -> bo
     for i, op in enumerate(consumer.operands):
         if op is not producer:
             continue
-        param = consumer.fused_computation.parameter(i)
-        for user in param.users:
+        # Every instruction on the way from the producer to the root must be elementwise over
+        # the producer's dimensions (a transpose or broadcast further on changes the index).
+        stack = list(consumer.fused_computation.parameter(i).users)
+        while stack:
+            user = stack.pop()
             if not is_elementwise(user.opcode) or user.shape.dimensions != producer.shape.dimensions:
                 return False
+            stack.extend(user.users)
     return True
 
 

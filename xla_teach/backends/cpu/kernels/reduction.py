@@ -25,7 +25,7 @@ from llvmlite import ir
 from xla_teach.backends.cpu.kernels.context import KernelContext, choose_partitions
 from xla_teach.backends.llvm.elemental_windows import loop_nest
 from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64
-from xla_teach.backends.llvm.loops import for_each_index, stack_slot
+from xla_teach.backends.llvm.loops import for_each_index, for_range, stack_slot
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 from xla_teach.hlo.ir import HloInstruction
 
@@ -49,6 +49,8 @@ def emit_reduction_kernel(ctx: KernelContext) -> tuple[int, int]:
     kept = [d for d in range(in_shape.rank) if d not in reduced]
     loop_dims = [d for d in reversed(in_shape.minor_to_major()) if d in reduced]
     out_shape = first.shape.tuple_shapes[0] if first.shape.is_tuple else first.shape
+    if is_column_reduction(elements, in_shape, kept):
+        return emit_column_reduction(ctx, elements, in_shape, kept, loop_dims)
 
     # Which output arrays belong to which element (a variadic reduce owns several).
     outputs_of: list[list[IrArray]] = []
@@ -103,3 +105,76 @@ def emit_reduction_kernel(ctx: KernelContext) -> tuple[int, int]:
     for_each_index(b, out_shape, per_output, "out", outer_range=(ctx.kb.begin, ctx.kb.end))
     outer = out_shape.dimensions[list(reversed(out_shape.minor_to_major()))[0]]
     return outer, choose_partitions(outer, in_shape.element_count())
+
+
+# ---- column reductions --------------------------------------------------------------------------------
+COLUMN_CHUNK = 512  # kept elements per chunk: their accumulators stay in L1 while the rows stream by
+
+
+def is_column_reduction(elements: list[HloInstruction], in_shape, kept: list[int]) -> bool:  # type: ignore[no-untyped-def]
+    """Single-operand reductions (no side outputs) whose *kept* dimensions are the minor-most ones
+    in memory -- e.g. summing the rows of a row-major matrix into one row."""
+    if not kept or any(e.opcode != "reduce" or e.operand_count != 2 for e in elements):
+        return False
+    return set(in_shape.minor_to_major()[: len(kept)]) == set(kept)
+
+
+def emit_column_reduction(ctx: KernelContext, reduces: list[HloInstruction], in_shape, kept: list[int],  # type: ignore[no-untyped-def]
+                          loop_dims: list[int]) -> tuple[int, int]:
+    """Reduce the major dimensions of the input while walking memory in order::
+
+        for chunk in [begin, end):                 # kept elements, COLUMN_CHUNK at a time (parallel)
+          out[j] = init                for j in chunk
+          for i in reduced dims:                   # row by row
+            for j in chunk:                        # contiguous: vectorized, accumulators in cache
+              out[j] = reducer(out[j], producer(i, j))
+
+    The naive order (one output at a time, walking a column) touches one element per cache line.
+    """
+    b = ctx.b
+    em = ctx.emitter()
+    kept_order = [d for d in in_shape.minor_to_major() if d in kept]  # minor to major
+    total = 1
+    for d in kept:
+        total *= in_shape.dimensions[d]
+    chunks = -(-total // COLUMN_CHUNK)
+    outs = ctx.output_arrays
+
+    def kept_index(j: ir.Value) -> dict[int, ir.Value]:
+        values, rest = {}, j
+        for n, d in enumerate(kept_order):
+            size = in_shape.dimensions[d]
+            last = n == len(kept_order) - 1
+            values[d] = rest if last else b.urem(rest, i64(size))
+            if not last:
+                rest = b.udiv(rest, i64(size))
+        return values
+
+    def out_index(values: dict[int, ir.Value], out: IrArray) -> IrIndex:
+        return IrIndex(tuple(values[d] for d in kept), out.shape)
+
+    with for_range(b, ctx.kb.end, "chunk", ctx.kb.begin) as chunk:
+        lo = b.mul(chunk, i64(COLUMN_CHUNK))
+        hi_raw = b.add(lo, i64(COLUMN_CHUNK))
+        hi = b.select(b.icmp_unsigned("<", hi_raw, i64(total)), hi_raw, i64(total))
+        with for_range(b, hi, "j.init", lo) as j:
+            kv = kept_index(j)
+            for r, out in zip(reduces, outs, strict=True):
+                out.store(b, em.value_at(r.operand(1), IrIndex.scalar(r.operand(1).shape)), out_index(kv, out))
+
+        def row(loop_values: list[ir.Value]) -> None:
+            with for_range(b, hi, "j", lo) as j:
+                kv = kept_index(j)
+                full = [i64(0)] * in_shape.rank
+                for d, v in kv.items():
+                    full[d] = v
+                for d, v in zip(loop_dims, loop_values, strict=True):
+                    full[d] = v
+                for r, out in zip(reduces, outs, strict=True):
+                    value = em.value_at(r.operand(0), IrIndex(tuple(full), r.operand(0).shape))
+                    index = out_index(kv, out)
+                    new = emit_scalar_computation(b, r.to_apply, [out.load(b, index), value])
+                    out.store(b, new[0], index)
+
+        loop_nest(b, [in_shape.dimensions[d] for d in loop_dims], f"{reduces[0].name}.rows", row)
+    return chunks, choose_partitions(chunks, in_shape.element_count())
