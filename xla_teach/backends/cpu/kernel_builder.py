@@ -57,14 +57,28 @@ class KernelBuilder:
         self.arg_shapes = arg_shapes
         outer_type = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
         self.outer = ir.Function(module, outer_type, self.name)
-        inner_type = ir.FunctionType(ir.VoidType(), [PTR] * len(arg_shapes) + [I64, I64])
+        # A slice that appears twice (an elementwise op running in place reads and writes the same
+        # buffer) becomes ONE argument: LLVM then sees load p[i] / store p[i] through one pointer
+        # and vectorizes, where two possibly-aliasing pointers would need a run-time check.
+        unique: list[int] = []
+        arg_of: list[int] = []
+        for i, s in enumerate(slices):
+            for k, j in enumerate(unique):
+                o = slices[j]
+                if o.allocation is s.allocation and (o.offset, o.size) == (s.offset, s.size):
+                    arg_of.append(k)
+                    break
+            else:
+                unique.append(i)
+                arg_of.append(len(unique) - 1)
+        inner_type = ir.FunctionType(ir.VoidType(), [PTR] * len(unique) + [I64, I64])
         self.inner = ir.Function(module, inner_type, f"{self.name}.wrapped")
         self.inner.linkage = "internal"
         self.inner.attributes.add("alwaysinline")
         self.inner.attributes.add("nounwind")
         self.outer.attributes.add("nounwind")
-        aliased = overlapping(slices)
-        for arg, alias in zip(self.inner.args[: len(arg_shapes)], aliased, strict=True):
+        aliased = overlapping([slices[j] for j in unique])
+        for arg, alias in zip(self.inner.args[: len(unique)], aliased, strict=True):
             if not alias:
                 arg.add_attribute("noalias")
         self.comment = comment
@@ -72,7 +86,7 @@ class KernelBuilder:
         ob = ir.IRBuilder(self.outer.append_basic_block("entry"))
         table, begin, end = self.outer.args
         pointers = []
-        for i in range(len(arg_shapes)):
+        for i in unique:
             slot = ob.gep(table, [ir.Constant(I64, i)], inbounds=True, source_etype=PTR)
             pointers.append(ob.load(slot, typ=PTR))
         ob.call(self.inner, pointers + [begin, end])
@@ -80,8 +94,7 @@ class KernelBuilder:
         # Inner body: the caller emits into self.b.
         self.b = ir.IRBuilder(self.inner.append_basic_block("entry"))
         self.begin, self.end = self.inner.args[-2], self.inner.args[-1]
-        self.arrays = [IrArray(arg, shape, f"arg{i}") for i, (arg, shape) in
-                       enumerate(zip(self.inner.args[: len(arg_shapes)], arg_shapes, strict=True))]
+        self.arrays = [IrArray(self.inner.args[arg_of[i]], shape, f"arg{i}") for i, shape in enumerate(arg_shapes)]
 
     def finish(self) -> None:
         self.b.ret_void()
