@@ -24,7 +24,7 @@ pipeline, args)`` returns a result whose ``.pass_name`` is the culprit ("" for n
 ``xla-teach bisect`` runs it from the command line. Use it -- or, to learn how it works,
 write steps 1-3 yourself (the grader accepts both).
 
-Grade it:  xla-teach grade bisect path/to/bisect.py
+Grade it:  xla-teach grade bisect path/to/bisect_exercise.py
 """
 
 from __future__ import annotations

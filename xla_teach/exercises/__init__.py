@@ -1,0 +1,99 @@
+"""Exercises with an autograder: small, real compiler tasks, graded by hidden property tests.
+
+==================  ====================================================================
+exercise            the student writes
+==================  ====================================================================
+``dce``             dead code elimination, as an ``HloPass``
+``cse``             common subexpression elimination, as an ``HloPass``
+``algsimp_rule``    one algebraic-simplifier rule: ``rewrite(instr) -> instr | None``
+``fusion_decision`` ``should_fuse(producer, consumer) -> bool``, by documented rules
+``elemental_emitter`` the LLVM IR of a new elementwise op (softplus), JIT-compiled
+``bisect``          ``find_broken_pass(module, pipeline, args)``: name the pass that breaks
+==================  ====================================================================
+
+Start from the starter file (``notebooks/exercises/NAME.py``, or :func:`copy_starter`),
+fill in the TODOs, then grade::
+
+    xla-teach grade dce my_dce.py            # or, in Python / a notebook:
+    print(xla_teach.exercises.grade("dce", "my_dce.py"))
+
+The checks run on modules the student has not seen (generated from a seed), compare
+results with the interpreter, and check the expected structural effect; every failure
+names the property, shows the module and says what was expected and what came out.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+from xla_teach.exercises.exercise import Exercise
+from xla_teach.exercises.grading import ExerciseError, GradeReport, run_checks
+from xla_teach.exercises.starters import solution_file, starter_file
+
+# In the order a student meets them; each names a module of xla_teach/exercises/graders/.
+EXERCISE_NAMES = ("dce", "cse", "algsimp_rule", "fusion_decision", "elemental_emitter", "bisect")
+
+
+@functools.cache
+def _exercises() -> dict[str, Exercise]:
+    """The graders, imported on first use (they pull in the interpreter and LLVM)."""
+    modules = [importlib.import_module(f"xla_teach.exercises.graders.{name}") for name in EXERCISE_NAMES]
+    return {m.EXERCISE.name: m.EXERCISE for m in modules}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EXERCISES":  # lazily: `xla-teach --help` should not wait for LLVM
+        return _exercises()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def get_exercise(name: str) -> Exercise:
+    key = name.strip().replace("-", "_")
+    if key not in EXERCISE_NAMES:
+        raise ExerciseError(f"unknown exercise '{name}' (exercises: {', '.join(EXERCISE_NAMES)})")
+    return _exercises()[key]
+
+
+def grade(exercise: str, solution_path: str | Path, seed: int = 0) -> GradeReport:
+    """Grade the student's file for ``exercise``; never raises for a bad solution file.
+
+    Raises :class:`ExerciseError` only for an unknown exercise or a missing file.
+    ``seed`` picks the hidden modules (the same seed gives the same feedback).
+    """
+    ex = get_exercise(exercise)
+    path = Path(solution_path)
+    if not path.is_file():
+        raise ExerciseError(f"{path}: no such file (copy the starter {starter_file(ex.name)} and edit it)")
+    return run_checks(ex.name, path, ex.make_checks(seed), ex.entry_points)
+
+
+def copy_starter(exercise: str, destination: str | Path = ".") -> Path:
+    """Copy the starter of ``exercise`` to ``destination`` (a directory or a file name); never
+    overwrites a file. Returns the path of the copy."""
+    ex = get_exercise(exercise)
+    source = starter_file(ex.name)
+    target = Path(destination)
+    if target.is_dir():
+        target = target / source.name
+    if target.exists():
+        raise ExerciseError(f"{target} already exists; not overwriting it (pick another name)")
+    shutil.copyfile(source, target)
+    return target
+
+
+__all__ = [  # noqa: F822 -- EXERCISES comes from __getattr__
+    "EXERCISES",
+    "EXERCISE_NAMES",
+    "Exercise",
+    "ExerciseError",
+    "GradeReport",
+    "copy_starter",
+    "get_exercise",
+    "grade",
+    "solution_file",
+    "starter_file",
+]

@@ -1,0 +1,55 @@
+"""``xla-teach grade``: run the autograder on an exercise solution.
+
+::
+
+    xla-teach grade --list                      # the exercises and their starter files
+    xla-teach grade --start dce                 # copy the starter to ./dce.py (never overwrites)
+    xla-teach grade dce dce.py                  # grade: exit code 0 for a full score, else 1
+
+Importing this module registers ``grade`` with :mod:`xla_teach.tools.cli` (which imports it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+
+from xla_teach.tools.cli import register
+
+HELP = "grade an exercise solution with the hidden checks (see docs/exercises.md)"
+
+
+def configure_grade(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("exercise", nargs="?", metavar="EXERCISE", help="dce, cse, algsimp_rule, fusion_decision, "
+                        "elemental_emitter or bisect (--list describes them)")
+    parser.add_argument("solution", nargs="?", metavar="SOLUTION.py", help="your solution file")
+    parser.add_argument("--list", action="store_true", help="list the exercises with their starter files")
+    parser.add_argument("--start", default="", metavar="EXERCISE",
+                        help="copy the starter file of EXERCISE into the current directory")
+    parser.add_argument("--seed", type=int, default=0, help="pick other hidden modules (default 0)")
+
+
+def run_grade(args: argparse.Namespace) -> int:
+    from xla_teach.exercises import EXERCISES, ExerciseError, copy_starter, grade, starter_file
+
+    if args.list or (not args.exercise and not args.start):
+        for ex in EXERCISES.values():
+            print(f"{ex.name:<18} {ex.title}")
+            print(textwrap.fill(ex.teaches, 100, initial_indent=" " * 19, subsequent_indent=" " * 19))
+            print(f"{'':<18} starter: {starter_file(ex.name)}\n")
+        print("Start: xla-teach grade --start EXERCISE; edit the file; then: xla-teach grade EXERCISE FILE.py")
+        return 0
+    if args.start:
+        copy = copy_starter(args.start, ".")
+        print(f"wrote {copy}: fill in the TODOs, then run  xla-teach grade {args.start} {copy}")
+        return 0
+    if not args.solution:
+        raise ExerciseError(f"give the solution file: xla-teach grade {args.exercise} path/to/solution.py "
+                            f"(start from --start {args.exercise})")
+    report = grade(args.exercise, args.solution, seed=args.seed)
+    print(report.text())
+    return 0 if report.passed else 1
+
+
+
+register("grade", HELP, configure_grade, run_grade)

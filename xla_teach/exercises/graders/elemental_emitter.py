@@ -1,0 +1,219 @@
+"""Hidden checks of the ``elemental_emitter`` exercise: emit LLVM IR for ``softplus``.
+
+The student's ``emit_softplus(b, x)`` builds the IR of one scalar. The grader wraps it in
+a loop kernel ``out[i] = softplus(in[i])`` (what the CPU backend's elemental emitter does
+for every elementwise op), compiles it with the backend's JIT
+(:class:`xla_teach.backends.cpu.jit.CpuJit`, LLVM ``-O2``) and compares with NumPy
+computed in higher precision, in units in the last place (ulp).
+
+Before anything runs, the IR is checked: the emitter must return a value of the input's
+type, and may only call LLVM intrinsics or functions the process really has (a call to a
+missing function would abort the JIT, and with it the grader).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import weakref
+from collections.abc import Callable
+from functools import partial
+from types import ModuleType
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir
+
+from xla_teach.exercises.exercise import Exercise
+from xla_teach.exercises.grading import CaseFailed, Check
+
+ENTRY_POINT = "emit_softplus"
+I64 = ir.IntType(64)
+PTR = ir.PointerType()
+_IR_TYPES = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
+MAX_ULP = 4  # the reference solution stays within 2; libm-quality code within 1
+
+
+# ---- a JIT-compiled map kernel around the student's scalar emitter --------------------------------
+def build_map_kernel(emit: Callable[[ir.IRBuilder, ir.Value], object], dtype: np.dtype) -> str:
+    """The IR text of ``void kernel(ptr out, ptr in, i64 n)``: ``out[i] = emit(in[i])``."""
+    fty = _IR_TYPES[dtype]
+    module = ir.Module(name="softplus_kernel")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64]), name="kernel")
+    out, inp, n = fn.args
+    entry, header, body, done = (fn.append_basic_block(s) for s in ("entry", "header", "body", "done"))
+    b = ir.IRBuilder(entry)
+    b.branch(header)
+    b.position_at_end(header)
+    i = b.phi(I64, name="i")
+    i.add_incoming(ir.Constant(I64, 0), entry)
+    b.cbranch(b.icmp_signed("<", i, n), body, done)
+    b.position_at_end(body)
+    x = b.load(b.gep(inp, [i], inbounds=True, source_etype=fty), typ=fty, name="x")
+    y = emit(b, x)
+    if not isinstance(y, ir.Value):
+        raise CaseFailed(f"{ENTRY_POINT} must return the llvmlite value it built, but returned {y!r}")
+    if y.type != fty:
+        raise CaseFailed(f"{ENTRY_POINT} returned a {y.type} for a {fty} input: the result must have the "
+                         "input's type (x.type)")
+    b.store(y, b.gep(out, [i], inbounds=True, source_etype=fty))
+    i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
+    b.branch(header)
+    b.position_at_end(done)
+    b.ret_void()
+    return str(module)
+
+
+@functools.cache
+def _initialize_llvm() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    llvm.initialize_native_asmparser()
+
+
+def _check_calls(ir_text: str) -> None:
+    """Refuse calls to functions that do not exist (MCJIT would abort the whole process)."""
+    _initialize_llvm()
+    try:
+        parsed = llvm.parse_assembly(ir_text)
+        parsed.verify()
+    except RuntimeError as err:
+        raise CaseFailed(f"the IR is not valid LLVM IR:\n  {str(err).strip()}\n{_numbered(ir_text)}") from None
+    for fn in parsed.functions:
+        if fn.is_declaration and not fn.name.startswith("llvm.") and not llvm.address_of_symbol(fn.name):
+            raise CaseFailed(f"the IR calls `{fn.name}`, which does not exist here: use LLVM intrinsics "
+                             "(llvm.fabs, llvm.maxnum...) or the emitters of xla_teach.backends.llvm.math")
+
+
+def _numbered(text: str, limit: int = 60) -> str:
+    lines = text.splitlines()
+    shown = [f"  {k + 1:3d}  {line}" for k, line in enumerate(lines[:limit])]
+    return "\n".join(shown + (["  ..."] if len(lines) > limit else []))
+
+
+class ScalarKernel:
+    """The student's emitter, compiled for ``dtype`` and callable on NumPy arrays."""
+
+    def __init__(self, emit: Callable[[ir.IRBuilder, ir.Value], object], dtype: np.dtype) -> None:
+        from xla_teach.backends.cpu.jit import CpuJit
+
+        self.dtype = np.dtype(dtype)
+        ir_text = build_map_kernel(emit, self.dtype)
+        _check_calls(ir_text)
+        self.jit = CpuJit(ir_text, opt_level=2, keep_assembly=False)
+        address = self.jit.function_address("kernel")
+        self._fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(address)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(x, dtype=self.dtype)
+        out = np.empty_like(x)
+        self._fn(out.ctypes.data, x.ctypes.data, x.size)
+        return out
+
+
+_KERNELS: weakref.WeakKeyDictionary[ModuleType, dict[str, ScalarKernel]] = weakref.WeakKeyDictionary()
+
+
+def kernel_for(solution: ModuleType, dtype: type) -> ScalarKernel:
+    """Compile once per loaded solution and dtype (every check reuses it)."""
+    kernels = _KERNELS.setdefault(solution, {})
+    key = np.dtype(dtype).str
+    if key not in kernels:
+        kernels[key] = ScalarKernel(getattr(solution, ENTRY_POINT), np.dtype(dtype))
+    return kernels[key]
+
+
+# ---- the reference and the comparison ------------------------------------------------------------------
+def softplus_reference(x: np.ndarray) -> np.ndarray:
+    """``log(1 + e^x)`` in more precision than ``x`` has, rounded to ``x``'s type."""
+    wide = np.float64 if x.dtype == np.float32 else np.longdouble
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.logaddexp(wide(0), x.astype(wide)).astype(x.dtype)
+
+
+def ulp_distance(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """How many representable numbers lie between ``got`` and ``want`` (+0 and -0 are one number;
+    NaN is 0 ulp from NaN and infinitely far from anything else)."""
+    signed = np.int32 if got.dtype == np.float32 else np.int64
+
+    def ordered(a: np.ndarray) -> np.ndarray:
+        """The float's bits as an integer that grows with the float (negatives mirrored below 0)."""
+        bits = a.view(signed).astype(np.int64)
+        return np.where(bits < 0, np.iinfo(signed).min - bits, bits)
+
+    g, w = ordered(got), ordered(want)
+    same_sign = (g >= 0) == (w >= 0)
+    with np.errstate(over="ignore"):
+        exact = np.abs(np.where(same_sign, g - w, 0)).astype(np.float64)  # no overflow: same sign
+    distance = np.where(same_sign, exact, np.abs(g.astype(np.float64)) + np.abs(w.astype(np.float64)))
+    nan_got, nan_want = np.isnan(got), np.isnan(want)
+    return np.where(nan_got | nan_want, np.where(nan_got & nan_want, 0.0, np.inf), distance)
+
+
+def _samples(dtype: type, kind: str, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    big = {np.float32: 3e38, np.float64: 1e308}[dtype]
+    overflow = {np.float32: 89.0, np.float64: 710.0}[dtype]  # where e^x overflows
+    if kind == "moderate":
+        values = np.concatenate([rng.uniform(-20, 20, 2000), np.linspace(-3, 3, 97), rng.uniform(-1e-3, 1e-3, 50)])
+    elif kind == "large_positive":
+        values = np.concatenate([np.exp(rng.uniform(np.log(overflow), np.log(big), 500)), [overflow, big]])
+    elif kind == "large_negative":
+        values = -np.concatenate([np.exp(rng.uniform(np.log(overflow), np.log(big), 500)), [overflow, 120.0]])
+    else:
+        values = np.array([0.0, -0.0, np.inf, -np.inf, np.nan])
+    return values.astype(dtype)
+
+
+def _accuracy_case(dtype: type, kind: str, seed: int, solution: ModuleType) -> None:
+    x = _samples(dtype, kind, seed)
+    got = kernel_for(solution, dtype)(x)
+    want = softplus_reference(x)
+    err = ulp_distance(got, want)
+    bad = np.flatnonzero(err > (0 if kind == "special" else MAX_ULP))
+    if bad.size:
+        name = np.dtype(dtype).name
+        rows = "\n".join(f"  softplus({x[k]}) = {got[k]}, expected {want[k]} ({err[k]:.3g} ulp)"
+                         for k in bad[np.argsort(-err[bad])][:4])
+        hint = {
+            "large_positive": "\n  hint: e^x overflows to inf here; for large x, softplus(x) = x + log1p(e^-x)",
+            "large_negative": "\n  hint: for very negative x, softplus(x) is e^x (tiny, or 0)",
+            "special": "\n  hint: softplus(+-0) = log 2, softplus(inf) = inf, softplus(-inf) = 0, NaN stays NaN",
+        }.get(kind, "")
+        raise CaseFailed(f"{bad.size} of {x.size} {name} inputs off by more than "
+                         f"{0 if kind == 'special' else MAX_ULP} ulp; the worst:\n{rows}{hint}")
+
+
+def _compiles_case(solution: ModuleType) -> None:
+    for dtype in (np.float32, np.float64):
+        kernel_for(solution, dtype)
+
+
+def make_checks(seed: int = 0) -> list[Check]:
+    base = 1000 * seed
+
+    def accuracy(dtype: type, kind: str, seeds: tuple[int, ...]) -> list[partial[None]]:
+        return [partial(_accuracy_case, dtype, kind, base + s) for s in seeds]
+
+    return [
+        Check("compiles", "emits valid IR of the input's type, for f32 and f64", [_compiles_case]),
+        Check("moderate-inputs", "within 4 ulp of log(1 + e^x) for |x| <= 20 (f32 twice, f64 once)",
+              accuracy(np.float32, "moderate", (1, 2)) + accuracy(np.float64, "moderate", (3,))),
+        Check("large-positive-inputs", "no overflow: softplus(x) ~ x where e^x is inf (f32 and f64)",
+              accuracy(np.float32, "large_positive", (4,)) + accuracy(np.float64, "large_positive", (5,))),
+        Check("large-negative-inputs", "softplus(x) ~ e^x, down to 0, for very negative x",
+              accuracy(np.float32, "large_negative", (6,))),
+        Check("special-values", "exact for +-0, +-inf and NaN (f32 and f64)",
+              accuracy(np.float32, "special", (0,)) + accuracy(np.float64, "special", (0,))),
+    ]
+
+
+EXERCISE = Exercise(
+    name="elemental_emitter",
+    title="The elemental IR emitter of a new op: softplus",
+    teaches="How an elementwise HLO op becomes LLVM IR for one element (llvmlite's IRBuilder, "
+            "intrinsics, selects instead of branches so loops vectorize), and why the textbook "
+            "formula log(1 + e^x) is not the one to emit: overflow, cancellation and special values.",
+    entry_points=[(ENTRY_POINT, "function")],
+    make_checks=make_checks,
+)
