@@ -9,6 +9,9 @@ The stable public surface (other tools depend on these names):
 """
 
 from xla_teach.api import execute
+from xla_teach.frontend.autodiff import grad, value_and_grad
+from xla_teach.frontend.errors import CompilationError
+from xla_teach.frontend.jit import jit
 from xla_teach.hlo.builder import XlaBuilder
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.parser import HloParseError, parse_hlo, parse_shape
@@ -21,6 +24,7 @@ __version__ = "0.1.0"
 _install_rich_display()  # Jupyter shows modules as graphs, pass records as diffs (xla_teach/tools/display.py)
 
 __all__ = [
+    "CompilationError",
     "HloComputation",
     "HloInstruction",
     "HloModule",
@@ -28,8 +32,11 @@ __all__ = [
     "Layout",
     "PrimitiveType",
     "Shape",
+    "grad",
+    "jit",
     "XlaBuilder",
     "execute",
     "parse_hlo",
     "parse_shape",
+    "value_and_grad",
 ]

@@ -1,0 +1,346 @@
+"""Structured control flow: ``while_loop``, ``fori_loop``, ``scan``, ``cond``, ``switch``.
+
+A Python ``for``/``if`` inside ``jit`` runs *while tracing*: a loop is unrolled, an
+``if`` on a traced value is an error. To put the loop or the choice *into the
+program*, call these functions; they lower to HLO ``while`` and ``conditional``.
+
+The body functions are traced into their own computations (``body``, ``cond``,
+``branch_0``...). Values a body uses from outside (closures) are *captured*: they
+are passed into the loop as extra elements of its state tuple, as JAX's closure
+conversion does. Each body is first traced into a computation of its own whose
+parameters are the loop state and the captures, then spliced into the wrapper that
+HLO wants (one tuple parameter, unpacked with ``get-tuple-element``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from xla_teach.frontend import dtypes
+from xla_teach.frontend.errors import CompilationError
+from xla_teach.frontend.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from xla_teach.frontend.tracer import (
+    Primitive,
+    ShapedArray,
+    TraceContext,
+    Tracer,
+    bind,
+    current_context,
+    eval_shape,
+    push_context,
+)
+from xla_teach.hlo.builder import XlaBuilder, XlaOp
+from xla_teach.hlo.ir import HloComputation
+from xla_teach.hlo.shape import Shape
+
+
+@dataclass
+class ClosedTrace:
+    """A function traced into a computation ``(inputs..., captures...) -> tuple(outputs)``."""
+
+    computation: HloComputation
+    out_tree: PyTreeDef
+    out_avals: list[ShapedArray]
+    captured: list[Tracer]  # tracers of enclosing contexts the function used
+
+
+def trace_closed(fn: Callable[..., Any], in_avals: Sequence[ShapedArray], name: str,
+                 out_avals: Sequence[ShapedArray] | None = None) -> ClosedTrace:
+    """Trace ``fn(*tracers)`` into a new computation of the current module. If
+    ``out_avals`` is given, outputs are converted to those dtypes when they are
+    weakly typed (a Python scalar returned for a float32 loop variable) and checked."""
+    parent = current_context()
+    assert parent is not None
+    sub = parent.builder.create_sub_builder(name)
+    params = [sub.parameter(i, a.hlo_shape(), f"arg_{i}") for i, a in enumerate(in_avals)]
+    count = [len(params)]
+
+    def capture(outer: Tracer) -> XlaOp:
+        op = sub.parameter(count[0], outer.op.shape, f"capture_{count[0] - len(params)}")
+        count[0] += 1
+        return op
+
+    ctx = TraceContext(sub, f"{parent.name_stack}/{name}", parent, capture)
+    with push_context(ctx):
+        tracers = [Tracer(ctx, p, a.weak_type) for p, a in zip(params, in_avals, strict=True)]
+        out = fn(*tracers)
+        leaves, out_tree = tree_flatten(out)
+        results = [ctx.lift(leaf) for leaf in leaves]
+        if out_avals is not None:
+            results = _match_avals(results, out_avals, name)
+        comp = sub.build_computation(sub.tuple([r.op for r in results]))
+    return ClosedTrace(comp, out_tree, [r.aval for r in results], ctx.captured)
+
+
+def _match_avals(results: list[Tracer], avals: Sequence[ShapedArray], name: str) -> list[Tracer]:
+    from xla_teach.frontend.numpy_api import astype
+
+    if len(results) != len(avals):
+        raise CompilationError(f"{name}", f"the function returned {len(results)} arrays but the loop state has "
+                               f"{len(avals)}", "return a value with the same structure as the initial state")
+    out = []
+    for r, a in zip(results, avals, strict=True):
+        if r.shape != a.shape:
+            raise CompilationError(f"{name}", f"the function returned {r.aval} where the loop state has {a} "
+                                   "(a loop state must keep its shape: every iteration runs the same program)",
+                                   "keep shapes fixed, e.g. preallocate with xnp.zeros and write with .at[i].set")
+        if r.dtype != a.dtype:
+            if not r.weak_type and not (dtypes.is_float(a.dtype) and dtypes.is_float(r.dtype) and a.weak_type):
+                raise CompilationError(f"{name}", f"the function returned dtype {r.dtype} where the loop state "
+                                       f"has {a.dtype}", f"convert with .astype({a.dtype.name})")
+            r = astype(r, a.dtype)
+        out.append(r)
+    return out
+
+
+def _splice(closed: HloComputation, builder: XlaBuilder, args: Sequence[XlaOp]) -> XlaOp:
+    """Move the instructions of ``closed`` into ``builder``'s computation, its parameters
+    replaced by ``args``; returns the moved root. (An inliner on a fresh computation.)"""
+    target = builder.computation
+    params = closed.parameter_instructions
+    for param, arg in zip(params, args, strict=True):
+        param.replace_all_uses_with(arg.instruction)
+    root = closed.root
+    for instr in list(closed.instructions):
+        closed.instructions.remove(instr)
+        if instr.opcode == "parameter":
+            instr.detach_operands()
+            instr.parent = None
+            continue
+        instr.parent = target
+        target.instructions.append(instr)
+    closed.root_instruction = None
+    builder.module.remove_computation(closed)
+    return XlaOp(builder, root)
+
+
+def _unique(tracers: Sequence[Tracer]) -> list[Tracer]:
+    seen: dict[int, Tracer] = {}
+    for t in tracers:
+        seen.setdefault(id(t), t)
+    return list(seen.values())
+
+
+def _wrapper(builder: XlaBuilder, name: str, state_shape: Shape, n_state: int, captures: list[Tracer],
+             closed: ClosedTrace, body: bool) -> HloComputation:
+    """The HLO-shaped computation: one tuple parameter -> the closed trace's result."""
+    sub = builder.create_sub_builder(name)
+    param = sub.parameter(0, state_shape, "state")
+    elements = [sub.get_tuple_element(param, i) for i in range(len(state_shape.tuple_shapes))]
+    position = {id(c): n_state + k for k, c in enumerate(captures)}
+    args = elements[:n_state] + [elements[position[id(c)]] for c in closed.captured]
+    outs = _elements_of(sub, _splice(closed.computation, sub, args), n_state if body else 1)
+    if body:
+        return sub.build_computation(sub.tuple(outs + elements[n_state:]))
+    return sub.build_computation(outs[0])
+
+
+def _elements_of(sub: XlaBuilder, result: XlaOp, n: int) -> list[XlaOp]:
+    """The elements of a tuple-shaped op: the operands of a ``tuple`` instruction nobody
+    else uses (which is then removed), else ``get-tuple-element``s."""
+    instr = result.instruction
+    if instr.opcode == "tuple" and not instr.users:
+        elements = [XlaOp(sub, op) for op in instr.operands]
+        sub.computation.remove_instruction(instr)
+        return elements
+    return [sub.get_tuple_element(result, i) for i in range(n)]
+
+
+def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any) -> Any:
+    """``val = init_val; while cond_fun(val): val = body_fun(val); return val`` as one
+    HLO ``while``. ``val`` is any pytree of arrays; its shapes and dtypes are fixed.
+    Not differentiable (reverse mode would need every iteration's state)."""
+    ctx = current_context()
+    if ctx is None:
+        from xla_teach.frontend.numpy_api import eager_call
+
+        return eager_call(lambda v: while_loop(cond_fun, body_fun, v), (init_val,), {})
+    leaves, tree = tree_flatten(init_val)
+    init = [ctx.lift(leaf) for leaf in leaves]
+    avals = [ShapedArray(t.shape, t.dtype, False) for t in init]
+    n = len(init)
+
+    def cond_fn(*xs: Tracer) -> Any:
+        pred = cond_fun(tree_unflatten(tree, xs))
+        pred = current_context().lift(pred)  # type: ignore[union-attr]
+        if pred.shape != () or pred.dtype != np.bool_:
+            raise CompilationError("while_loop", f"cond_fun must return a boolean scalar, got {pred.aval}",
+                                   "reduce it, e.g. xnp.any(...) or compare a scalar")
+        return pred
+
+    cond_closed = trace_closed(cond_fn, avals, "cond")
+    body_closed = trace_closed(lambda *xs: body_fun(tree_unflatten(tree, xs)), avals, "body", avals)
+    if body_closed.out_tree != tree:
+        raise CompilationError("while_loop", f"body_fun returned structure {body_closed.out_tree}, but the loop "
+                               f"state is {tree}", "return the state with the same structure")
+    captures = _unique(cond_closed.captured + body_closed.captured)
+
+    def lower(b: XlaBuilder, *ops: XlaOp) -> list[XlaOp]:
+        state = b.tuple(list(ops))
+        cond_comp = _wrapper(b, "region_cond", state.shape, n, captures, cond_closed, body=False)
+        body_comp = _wrapper(b, "region_body", state.shape, n, captures, body_closed, body=True)
+        loop = b.while_loop(cond_comp, body_comp, state)
+        return [b.get_tuple_element(loop, i) for i in range(n)]
+
+    prim = Primitive("while", lower, multiple_results=True,
+                     nondiff_reason="while_loop/fori_loop/scan are not reverse-differentiable in xla_teach "
+                     "(reverse mode would have to store every iteration's state)")
+    outs = bind(prim, *init, *captures)
+    return tree_unflatten(tree, outs)
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any) -> Any:
+    """``for i in range(lower, upper): val = body_fun(i, val)`` as an HLO ``while``
+    whose state is ``(i, val)``; ``i`` is int32."""
+    from xla_teach.frontend.numpy_api import add, asarray, astype, less
+
+    if current_context() is None:
+        from xla_teach.frontend.numpy_api import eager_call
+
+        return eager_call(lambda v: fori_loop(lower, upper, body_fun, v), (init_val,), {})
+
+    start = astype(asarray(lower), np.int32)
+    stop = astype(asarray(upper), np.int32) if isinstance(upper, Tracer) else upper
+
+    def cond(state: tuple[Any, Any]) -> Any:
+        return less(state[0], stop)
+
+    def body(state: tuple[Any, Any]) -> Any:
+        i, val = state
+        return add(i, np.int32(1)), body_fun(i, val)
+
+    return while_loop(cond, body, (start, init_val))[1]
+
+
+def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, length: int | None = None,
+         reverse: bool = False) -> tuple[Any, Any]:
+    """JAX's ``scan``: ``carry, y = f(carry, x)`` for each ``x`` in ``xs`` (sliced along
+    the leading axis); returns the final carry and the stacked ``y``s. Lowers to an
+    HLO ``while`` that reads ``xs[i]`` with ``dynamic-slice`` and writes ``ys[i]``
+    with ``dynamic-update-slice``."""
+    from xla_teach.frontend.indexing import getitem, scatter_update
+    from xla_teach.frontend.numpy_api import add, subtract, zeros
+
+    ctx = current_context()
+    if ctx is None:
+        from xla_teach.frontend.numpy_api import eager_call
+
+        return eager_call(lambda c, x: scan(f, c, x, length, reverse), (init, xs), {})
+    x_leaves, x_tree = tree_flatten(xs)
+    x_leaves = [ctx.lift(x) for x in x_leaves]
+    lengths = {x.shape[0] for x in x_leaves if x.ndim} | ({length} if length is not None else set())
+    if len(lengths) != 1 or any(x.ndim == 0 for x in x_leaves):
+        raise ValueError(f"scan: xs leaves need one common leading length (and length= must match), got "
+                         f"{[x.shape for x in x_leaves]} with length={length}")
+    n = lengths.pop()
+
+    def step_at(carry: Any, i: Any) -> tuple[Any, Any]:
+        index = subtract(n - 1, i) if reverse else i
+        x = tree_unflatten(x_tree, [getitem(leaf, index) for leaf in x_leaves])
+        return f(carry, x)
+
+    y_avals = eval_shape(lambda c: step_at(c, np.int32(0))[1], init)
+    y_leaves_avals, y_tree = tree_flatten(y_avals)
+    ys0 = [zeros((n, *a.shape), a.dtype) for a in y_leaves_avals]
+
+    def body(state: tuple[Any, Any, Any]) -> Any:
+        i, carry, ys = state
+        new_carry, y = step_at(carry, i)
+        index = subtract(n - 1, i) if reverse else i
+        y_leaves = tree_flatten(y)[0]
+        ys = [scatter_update(buf, index, leaf, "set") for buf, leaf in zip(ys, y_leaves, strict=True)]
+        return add(i, np.int32(1)), new_carry, ys
+
+    from xla_teach.frontend.numpy_api import less
+
+    _, carry, ys = while_loop(lambda s: less(s[0], n), body, (np.int32(0), init, ys0))
+    return carry, tree_unflatten(y_tree, ys)
+
+
+def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+    """Run ``branches[index](*operands)`` (index clamped into range) as an HLO
+    ``conditional`` with one computation per branch."""
+    from xla_teach.frontend.numpy_api import astype, clip
+
+    ctx = current_context()
+    if ctx is None:
+        from xla_teach.frontend.numpy_api import eager_call
+
+        return eager_call(lambda i, *ops: switch(i, branches, *ops), (np.asarray(index), *operands), {})
+    if not isinstance(index, Tracer):
+        i = int(np.clip(int(np.asarray(index)), 0, len(branches) - 1))
+        return branches[i](*operands)
+    return _conditional(astype(clip(index, 0, len(branches) - 1), np.int32), list(branches), operands)
+
+
+def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any) -> Any:
+    """``true_fun(*operands) if pred else false_fun(*operands)`` as an HLO ``conditional``
+    (only the chosen branch runs). Both branches must return the same structure,
+    shapes and dtypes. A concrete (non-traced) ``pred`` just calls the branch."""
+    from xla_teach.frontend.numpy_api import astype
+
+    ctx = current_context()
+    if ctx is None:
+        from xla_teach.frontend.numpy_api import eager_call
+
+        return eager_call(lambda p, *ops: cond(p, true_fun, false_fun, *ops), (np.asarray(pred), *operands), {})
+    if not isinstance(pred, Tracer):
+        return true_fun(*operands) if bool(pred) else false_fun(*operands)
+    if pred.shape != ():
+        raise CompilationError("cond", f"the predicate must be a scalar, got {pred.aval}",
+                               "reduce it first, e.g. xnp.any(x > 0)")
+    return _conditional(astype(pred, np.bool_), [true_fun, false_fun], operands)
+
+
+def _conditional(selector: Tracer, branches: list[Callable[..., Any]], operands: Sequence[Any]) -> Any:
+    ctx = current_context()
+    assert ctx is not None
+    leaves, tree = tree_flatten(tuple(operands))
+    ops_in = [ctx.lift(leaf) for leaf in leaves]
+    avals = [t.aval for t in ops_in]
+    closed = [trace_closed(lambda *xs, fn=fn: fn(*tree_unflatten(tree, xs)), avals, f"branch_{k}")
+              for k, fn in enumerate(branches)]
+    first = closed[0]
+    for k, c in enumerate(closed[1:], 1):
+        if c.out_tree != first.out_tree or [(a.shape, a.dtype) for a in c.out_avals] != \
+                [(a.shape, a.dtype) for a in first.out_avals]:
+            raise CompilationError("cond", "the branches return different structures, shapes or dtypes: "
+                                   f"branch 0 gives {first.out_tree} {[str(a) for a in first.out_avals]}, branch "
+                                   f"{k} gives {c.out_tree} {[str(a) for a in c.out_avals]}",
+                                   "make both branches return arrays of the same shapes and dtypes (cast with "
+                                   ".astype, pad to a common shape)")
+    n = len(ops_in)
+    per_branch = [list(c.captured) for c in closed]
+    captured_all = _unique([t for caps in per_branch for t in caps])
+    n_out = len(first.out_avals)
+
+    def lower(b: XlaBuilder, selector_op: XlaOp, *ops: XlaOp) -> list[XlaOp]:
+        operand_ops, capture_ops = list(ops[:n]), list(ops[n:])
+        op_of = {id(t): op for t, op in zip(captured_all, capture_ops, strict=True)}
+        tuples, comps = [], []
+        for k, c in enumerate(closed):
+            branch_tuple = b.tuple(operand_ops + [op_of[id(t)] for t in per_branch[k]])
+            comps.append(_branch_wrapper(b, k, branch_tuple.shape, c))
+            tuples.append(branch_tuple)
+        if len(closed) == 2 and selector_op.shape.element_type.is_pred:
+            result = b.conditional(selector_op, tuples[0], comps[0], tuples[1], comps[1])
+        else:
+            result = b.indexed_conditional(selector_op, comps, tuples)
+        return [b.get_tuple_element(result, i) for i in range(n_out)]
+
+    prim = Primitive("cond", lower, multiple_results=True,
+                     nondiff_reason="cond/switch are not reverse-differentiable in xla_teach; use xnp.where "
+                     "(which computes both sides) for a differentiable choice")
+    outs = bind(prim, selector, *ops_in, *captured_all)
+    return tree_unflatten(first.out_tree, outs)
+
+
+def _branch_wrapper(builder: XlaBuilder, k: int, shape: Shape, closed: ClosedTrace) -> HloComputation:
+    sub = builder.create_sub_builder(f"branch_{k}_computation")
+    param = sub.parameter(0, shape, "operands")
+    args = [sub.get_tuple_element(param, i) for i in range(len(shape.tuple_shapes))]
+    return sub.build_computation(_splice(closed.computation, sub, args))

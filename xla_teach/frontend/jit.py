@@ -1,0 +1,264 @@
+"""``jit``: trace a Python function to HLO, compile it, cache it per input signature.
+
+    @xla_teach.jit
+    def model_fn(x, y, z):
+        return xnp.sum(x + y * z)
+
+    model_fn(x, y, z)                 # traces, compiles module "jit_model_fn", runs
+    model_fn(x, y, z)                 # cache hit: runs the same executable
+    model_fn(x[:10], y[:10], z[:10])  # new shapes: traced and compiled again
+    model_fn.cache_info()             # CacheInfo(hits=1, misses=2, entries=2, ...)
+    model_fn.lower(x, y, z).as_text("hlo")
+
+The cache key is everything the compiled program depends on: the pytree structure of
+the arguments, each array's shape and dtype (and whether it is a weakly typed Python
+scalar), the values of the static arguments, the backend and the flags
+(``xla_teach.flags.current()``: changing e.g. ``xla_disable_hlo_passes`` recompiles).
+Every compilation is logged to the ``xla_teach.jit`` logger and kept in
+``f.compile_log`` with the reason -- the seeds' ``recompiled_on_launch``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from xla_teach import flags
+from xla_teach.backends.registry import BACKENDS, DEFAULT_BACKEND
+from xla_teach.frontend import dtypes
+from xla_teach.frontend.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from xla_teach.frontend.stages import Compiled, Lowered
+from xla_teach.frontend.tracer import ShapedArray, TraceContext, Tracer, current_context, push_context
+from xla_teach.hlo.builder import XlaBuilder
+from xla_teach.hlo.ir import HloModule
+
+logger = logging.getLogger("xla_teach.jit")
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    hits: int
+    misses: int
+    entries: int
+    compile_seconds: float  # total time spent tracing + compiling
+
+
+@dataclass(frozen=True)
+class CompileEvent:
+    """One cache miss: what was compiled, why, and how long it took."""
+
+    signature: str
+    reason: str
+    trace_seconds: float
+    compile_seconds: float
+
+
+@dataclass
+class _Entry:
+    module: HloModule
+    out_tree: PyTreeDef
+    executable: Any = None
+
+
+class _Static:
+    """Placeholder for a static argument in the flattened dynamic arguments."""
+
+    def __repr__(self) -> str:
+        return "<static>"
+
+
+_STATIC = _Static()
+
+
+def _aval_of(leaf: Any, where: str) -> ShapedArray:
+    if isinstance(leaf, (bool, int, float)) and not isinstance(leaf, np.generic):
+        return ShapedArray((), dtypes.python_scalar_dtype(leaf), weak_type=True)
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return ShapedArray(tuple(np.shape(leaf)), dtypes.canonicalize(leaf.dtype))
+    raise ValueError(f"jit: {where} is a {type(leaf).__name__}, not an array; pass arrays (or pytrees of "
+                     "arrays), or mark the argument static with static_argnums/static_argnames")
+
+
+class JitFunction:
+    """The object ``jit(fn)`` returns. Call it like ``fn``."""
+
+    def __init__(self, fn: Callable[..., Any], static_argnums: int | Sequence[int] = (),
+                 static_argnames: str | Sequence[str] = (), backend: str = DEFAULT_BACKEND) -> None:
+        if not callable(fn):
+            raise ValueError(f"jit needs a function, got {type(fn).__name__}")
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+        self._fn = fn
+        self.backend = backend
+        self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+        self.name = getattr(fn, "__name__", "fn").replace("<lambda>", "lambda")
+        self._cache: dict[Any, _Entry] = {}
+        self._hits = 0
+        self._misses = 0
+        self._seconds = 0.0
+        self.compile_log: list[CompileEvent] = []
+        try:
+            self._param_names = list(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            self._param_names = []
+        functools.update_wrapper(self, fn, updated=())
+
+    # ---- the cache ----------------------------------------------------------------------
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(self._hits, self._misses, len(self._cache), self._seconds)
+
+    def cache_clear(self) -> None:
+        self._cache.clear()
+        self._hits = self._misses = 0
+        self._seconds = 0.0
+
+    def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        n = len(args)
+        static_pos = {i % n if n else i for i in self.static_argnums if -n <= i < n}
+        for i in self.static_argnums:
+            if not -max(n, 1) <= i < max(n, 1):
+                raise ValueError(f"jit({self.name}): static_argnums {i} but only {n} positional arguments given")
+        dyn_args = tuple(_STATIC if i in static_pos else a for i, a in enumerate(args))
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        statics = (tuple((i, args[i]) for i in sorted(static_pos)),
+                   tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames)))
+        try:
+            hash(statics)
+        except TypeError:
+            raise ValueError(f"jit({self.name}): static arguments must be hashable (they are part of the cache "
+                             f"key), got {statics!r:.200}") from None
+        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        dyn = [(i, leaf) for i, leaf in enumerate(leaves) if leaf is not _STATIC]
+        avals = tuple(_aval_of(leaf, f"argument leaf {i}") for i, leaf in dyn)
+        return leaves, in_tree, statics, avals, [i for i, _ in dyn]
+
+    def _key(self, in_tree: PyTreeDef, statics: Any, avals: tuple[ShapedArray, ...]) -> Any:
+        flag_values = tuple(sorted(flags.current().items()))
+        return (in_tree, avals, statics, self.backend, flag_values)
+
+    # ---- tracing -------------------------------------------------------------------------
+    def _param_name(self, leaf_index: int, in_tree: PyTreeDef) -> str:
+        (args_tree, kwargs_tree) = in_tree.children
+        k = leaf_index
+        for pos, child in enumerate(args_tree.children):
+            count = child.num_leaves
+            if k < count:
+                base = self._param_names[pos] if pos < len(self._param_names) else f"arg{pos}"
+                return base if count == 1 else f"{base}_{k}"
+            k -= count
+        for key, child in zip(kwargs_tree.data or (), kwargs_tree.children, strict=True):
+            count = child.num_leaves
+            if k < count:
+                return str(key) if count == 1 else f"{key}_{k}"
+            k -= count
+        return f"arg{leaf_index}"
+
+    def trace(self, leaves: list[Any], in_tree: PyTreeDef, dyn_index: list[int],
+              avals: tuple[ShapedArray, ...]) -> tuple[HloModule, PyTreeDef]:
+        """Run the function on tracers; returns the module and the output structure."""
+        builder = XlaBuilder(f"jit_{self.name}")
+        ctx = TraceContext(builder, f"jit({self.name})")
+        full = list(leaves)
+        with push_context(ctx):
+            for number, (i, aval) in enumerate(zip(dyn_index, avals, strict=True)):
+                with ctx.metadata("parameter"):
+                    op = builder.parameter(number, aval.hlo_shape(), self._param_name(i, in_tree))
+                full[i] = Tracer(ctx, op, aval.weak_type)
+            args, kwargs = tree_unflatten(in_tree, full)
+            statics = dict(self._pending_statics)
+            args = tuple(statics.get(i, a) for i, a in enumerate(args))
+            kwargs = {**kwargs, **dict(self._pending_static_kwargs)}
+            out = self._fn(*args, **kwargs)
+            out_leaves, out_tree = tree_flatten(out)
+            results = [ctx.lift(leaf) for leaf in out_leaves]
+            if len(results) == 1 and out_tree.kind == "leaf":
+                root = results[0].op
+            else:
+                root = builder.tuple([r.op for r in results])
+        return builder.build(root), out_tree
+
+    def _lookup(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any], list[int],
+                                                                               tuple[ShapedArray, ...]]:
+        leaves, in_tree, statics, avals, dyn_index = self._split(args, kwargs)
+        key = self._key(in_tree, statics, avals)
+        entry = self._cache.get(key)
+        if entry is None:
+            self._misses += 1
+            self._pending_statics, self._pending_static_kwargs = statics
+            start = time.perf_counter()
+            module, out_tree = self.trace(leaves, in_tree, dyn_index, avals)
+            traced = time.perf_counter()
+            entry = _Entry(module, out_tree)
+            entry.executable = self._compile(module)
+            done = time.perf_counter()
+            self._seconds += done - start
+            self._log(in_tree, avals, statics, traced - start, done - traced)
+            self._cache[key] = entry
+        else:
+            self._hits += 1
+        return entry, leaves, dyn_index, avals
+
+    def _compile(self, module: HloModule) -> Any:
+        from xla_teach.api import compile_module
+
+        return compile_module(module.clone(), self.backend)
+
+    def _log(self, in_tree: PyTreeDef, avals: tuple[ShapedArray, ...], statics: Any, trace_s: float,
+             compile_s: float) -> None:
+        signature = ", ".join(str(a) for a in avals)
+        if not self.compile_log:
+            reason = "first call"
+        else:
+            previous = self.compile_log[-1].signature
+            reason = f"new input signature ({previous}) -> ({signature})" if previous != signature else \
+                "same shapes, but different static arguments, argument structure, backend or flags"
+            logger.info("jit(%s): recompiling: %s", self.name, reason)
+        self.compile_log.append(CompileEvent(signature, reason, trace_s, compile_s))
+        logger.debug("jit(%s): compiled for (%s) in %.3fs", self.name, signature, trace_s + compile_s)
+
+    # ---- calling ---------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if current_context() is not None:  # inside another trace: inline
+            return self._fn(*args, **kwargs)
+        entry, leaves, dyn_index, avals = self._lookup(args, kwargs)
+        return self._execute(entry, leaves, dyn_index, avals)
+
+    def _execute(self, entry: _Entry, leaves: list[Any], dyn_index: list[int],
+                 avals: tuple[ShapedArray, ...]) -> Any:
+        inputs = [np.asarray(leaves[i], dtype=a.dtype) for i, a in zip(dyn_index, avals, strict=True)]
+        outputs = entry.executable.execute(inputs)
+        dumper = getattr(entry.executable, "dumper", None)
+        if dumper is not None and flags.get("xla_dump_hlo_snapshots"):
+            dumper.snapshot(inputs, outputs)
+        return tree_unflatten(entry.out_tree, [np.asarray(o) for o in outputs])
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """Trace (without compiling) for these arguments; ``.compile()`` compiles (cached)."""
+        leaves, in_tree, statics, avals, dyn_index = self._split(args, kwargs)
+        self._pending_statics, self._pending_static_kwargs = statics
+        module, _ = self.trace(leaves, in_tree, dyn_index, avals)
+
+        def compile_fn() -> Compiled:
+            entry, _, _, _ = self._lookup(args, kwargs)
+            return Compiled(entry.executable, self)
+
+        return Lowered(module, self.backend, compile_fn)
+
+    def __repr__(self) -> str:
+        return f"<jit({self.name}) backend={self.backend}>"
+
+
+def jit(fn: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), backend: str = DEFAULT_BACKEND) -> Any:
+    """Compile ``fn`` with XLA: ``jit(f)`` or ``@jit`` or ``@jit(static_argnums=1, backend="interpreter")``."""
+    if fn is None:
+        return lambda f: JitFunction(f, static_argnums, static_argnames, backend)
+    return JitFunction(fn, static_argnums, static_argnames, backend)

@@ -1,0 +1,159 @@
+"""Stage introspection: ``jit(f).lower(*args)`` -> :class:`Lowered` -> ``.compile()`` -> :class:`Compiled`.
+
+Every stage of the compiler can be looked at as text, with the names XLA's dump
+files and JAX's ``Lowered.as_text`` use:
+
+==========================  ===================================================
+stage                       what it is
+==========================  ===================================================
+``"hlo"``                   the traced module, before any pass
+``"optimized_hlo"``         after the backend's HLO passes (fusion, scheduling...)
+``"optimized_hlo_dot"``     the optimized module as a Graphviz graph
+``"buffer_assignment"``     which buffer every value lives in
+``"llvm_ir"``               the LLVM IR the CPU/GPU emitter produced
+``"optimized_llvm_ir"``     the same after LLVM's optimization passes
+``"asm"``                   the machine code (CPU assembly)
+``"ptx"``                   the GPU kernel code
+==========================  ===================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from xla_teach.hlo.ir import HloModule
+from xla_teach.hlo.shape import Shape
+
+_ARTIFACT_OF_STAGE = {
+    "llvm_ir": "llvm_ir",
+    "optimized_llvm_ir": "optimized_llvm_ir",
+    "asm": "assembly",
+    "ptx": "ptx",
+    "buffer_assignment": "buffer_assignment_text",
+}
+STAGES = ("hlo", "optimized_hlo", "optimized_hlo_dot", *_ARTIFACT_OF_STAGE)
+
+
+def _normalize_stage(stage: str) -> str:
+    name = stage.replace("-", "_").lower()
+    if name not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; known stages: {', '.join(STAGES)}")
+    return name
+
+
+class Lowered:
+    """A traced function as an HLO module (not yet optimized or compiled)."""
+
+    def __init__(self, module: HloModule, backend: str, compile_fn: Callable[[], Any]) -> None:
+        self.module = module
+        self.backend = backend
+        self._compile_fn = compile_fn
+
+    def as_text(self, stage: str = "hlo") -> str:
+        """The module as HLO text (``"hlo"``), or a later stage (compiles first)."""
+        if _normalize_stage(stage) == "hlo":
+            return self.module.to_text()
+        return self.compile().as_text(stage)
+
+    def compile(self) -> Compiled:
+        return self._compile_fn()
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+
+class Compiled:
+    """A compiled executable with its stage record; callable like the jitted function."""
+
+    def __init__(self, executable: Any, call: Callable[..., Any]) -> None:
+        self.executable = executable
+        self._call = call
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+    @property
+    def backend(self) -> str:
+        return str(self.executable.backend)
+
+    def as_text(self, stage: str = "optimized_hlo") -> str:
+        name = _normalize_stage(stage)
+        artifacts = self.executable.artifacts
+        if name == "hlo":
+            raise ValueError("the unoptimized module is Lowered.as_text('hlo'); a Compiled holds the optimized one")
+        if name == "optimized_hlo":
+            return artifacts.optimized_module.to_text()
+        if name == "optimized_hlo_dot":
+            try:
+                from xla_teach.tools.render import hlo_to_dot
+            except ImportError:
+                raise NotImplementedError("stage 'optimized_hlo_dot' needs the Graphviz exporter "
+                                          "(xla_teach.tools.render), which has not landed yet") from None
+            return str(hlo_to_dot(artifacts.optimized_module))
+        text = getattr(artifacts, _ARTIFACT_OF_STAGE[name], "") or artifacts.extra.get(name, "")
+        if not text:
+            raise NotImplementedError(f"stage {stage!r} is not produced by the {self.backend!r} backend "
+                                      f"({_why_missing(name, self.backend)})")
+        return str(text)
+
+    def pass_records(self) -> list[Any]:
+        """One :class:`~xla_teach.passes.pass_base.PassRecord` per pass run (module before/after, timing)."""
+        recorder = getattr(self.executable, "recorder", None)
+        return list(recorder.records) if recorder is not None else []
+
+    def compile_timings(self) -> dict[str, float]:
+        return dict(getattr(self.executable, "compile_timings", {}) or {})
+
+    def cost_analysis(self) -> dict[str, float]:
+        """XLA's HloCostAnalysis summary of the optimized module: ``flops``,
+        ``transcendentals`` and ``bytes accessed`` (see :mod:`xla_teach.frontend.cost`)."""
+        from xla_teach.frontend.cost import cost_analysis
+
+        return cost_analysis(self.executable.artifacts.optimized_module)
+
+    def memory_analysis(self) -> MemoryAnalysis:
+        """Bytes of arguments, outputs and temporaries of the optimized module."""
+        module = self.executable.artifacts.optimized_module
+        args = sum(_bytes(p.shape) for p in module.entry.parameter_instructions)
+        out = _bytes(module.entry.root.shape)
+        temp = sum(_bytes(i.shape) for i in module.entry.instructions
+                   if i.opcode not in ("parameter", "constant", "tuple", "get-tuple-element", "bitcast")
+                   and not i.is_root())
+        consts = sum(_bytes(i.shape) for c in module.computations for i in c.instructions if i.opcode == "constant")
+        return MemoryAnalysis(argument_size_in_bytes=args, output_size_in_bytes=out,
+                              temp_size_upper_bound_in_bytes=temp, generated_code_size_in_bytes=0,
+                              constant_size_in_bytes=consts)
+
+
+@dataclass(frozen=True)
+class MemoryAnalysis:
+    """Sizes in bytes (names as in JAX's ``CompiledMemoryStats``). ``temp`` is an upper
+    bound: every non-root ENTRY value, without the buffer reuse buffer assignment does."""
+
+    argument_size_in_bytes: int
+    output_size_in_bytes: int
+    temp_size_upper_bound_in_bytes: int
+    generated_code_size_in_bytes: int
+    constant_size_in_bytes: int
+
+
+def _bytes(shape: Shape) -> int:
+    if shape.is_tuple:
+        return sum(_bytes(s) for s in shape.tuple_shapes)
+    if not shape.element_type.is_array_type:
+        return 0
+    return int(np.prod(shape.dimensions, dtype=np.int64)) * shape.element_type.byte_size
+
+
+def _why_missing(stage: str, backend: str) -> str:
+    if backend == "interpreter":
+        return "the interpreter runs HLO directly: there is no code generation; use backend='cpu'"
+    if stage == "ptx":
+        return "PTX is GPU code; use backend='gpu'"
+    if stage in ("llvm_ir", "optimized_llvm_ir", "asm") and backend == "gpu":
+        return "the GPU backend records its code as 'ptx'"
+    return "this backend did not record it"
