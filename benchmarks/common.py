@@ -25,6 +25,24 @@ def median_seconds(fn: Callable[[], object], runs: int = 15, warmup: int = 2, mi
     return statistics.median(times)
 
 
+def paired_medians(a: Callable[[], object], b: Callable[[], object], runs: int = 21,
+                   warmup: int = 2) -> tuple[float, float]:
+    """Median times of ``a`` and ``b`` measured *interleaved* (a, b, a, b, ...), so that a busy
+    machine slows both alike instead of whichever happened to run during the disturbance."""
+    for _ in range(warmup):
+        a()
+        b()
+    ta, tb = [], []
+    for _ in range(runs):
+        t = time.perf_counter()
+        a()
+        ta.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        b()
+        tb.append(time.perf_counter() - t)
+    return statistics.median(ta), statistics.median(tb)
+
+
 def copy_bandwidth(nbytes: int) -> float:
     """Bytes *read* per second by ``np.copyto`` of an ``nbytes`` buffer (the machine's copy speed,
     counted the way the kernels are: bytes read / time)."""

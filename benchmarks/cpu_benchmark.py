@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import copy_bandwidth, header, median_seconds, row  # noqa: E402
+from common import copy_bandwidth, header, paired_medians, row  # noqa: E402
 
 from xla_teach.api import compile_module  # noqa: E402
 
@@ -77,8 +77,7 @@ def bench_seed(log2n: int, jax) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(0)
     x, y, z = (rng.standard_normal(n, dtype=np.float32) for _ in range(3))
     exe = compile_module(SEED.format(n=n), "cpu")
-    ours = median_seconds(lambda: exe.execute([x, y, z]))
-    numpy = median_seconds(lambda: np.sum(x + y * z))
+    ours, numpy = paired_medians(lambda: exe.execute([x, y, z]), lambda: np.sum(x + y * z))
     np.testing.assert_allclose(exe.execute([x, y, z])[0], np.sum(x.astype(np.float64) + y * z), rtol=1e-3)
     row(f"seed reduce_sum(x + y*z), 2^{log2n} f32", ours, numpy, "NumPy", 2.0)
     read_bw = 3 * x.nbytes / ours
@@ -88,7 +87,7 @@ def bench_seed(log2n: int, jax) -> None:  # type: ignore[no-untyped-def]
     if jax is not None:
         f = jax.jit(lambda a, b, c: (a + b * c).sum())
         args = [jax.device_put(v) for v in (x, y, z)]
-        theirs = median_seconds(lambda: f(*args).block_until_ready())
+        ours, theirs = paired_medians(lambda: exe.execute([x, y, z]), lambda: f(*args).block_until_ready())
         row("  same program under jax.jit", ours, theirs, "JAX", 1.0)
 
 
@@ -101,13 +100,12 @@ def bench_softmax(rows: int, cols: int, jax) -> None:  # type: ignore[no-untyped
         return e / e.sum(axis=1, keepdims=True)
 
     np.testing.assert_allclose(exe.execute([x])[0], numpy_softmax(), rtol=1e-5, atol=1e-7)
-    row(f"row softmax {rows}x{cols} f32", median_seconds(lambda: exe.execute([x])),
-        median_seconds(numpy_softmax), "NumPy", 1.5)
+    row(f"row softmax {rows}x{cols} f32", *paired_medians(lambda: exe.execute([x]), numpy_softmax), "NumPy", 1.5)
     if jax is not None:
         f = jax.jit(lambda v: jax.nn.softmax(v, axis=1))
         xd = jax.device_put(x)
-        row("  same program under jax.jit", median_seconds(lambda: exe.execute([x])),
-            median_seconds(lambda: f(xd).block_until_ready()), "JAX", 1.0)
+        row("  same program under jax.jit", *paired_medians(lambda: exe.execute([x]),
+                                                            lambda: f(xd).block_until_ready()), "JAX", 1.0)
 
 
 def bench_matmul(n: int) -> None:
@@ -115,8 +113,7 @@ def bench_matmul(n: int) -> None:
     a, b = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
     exe = compile_module(MATMUL.format(n=n), "cpu")
     np.testing.assert_allclose(exe.execute([a, b])[0], a @ b, rtol=1e-3, atol=1e-3)
-    row(f"matmul {n}x{n}x{n} f32", median_seconds(lambda: exe.execute([a, b]), runs=7),
-        median_seconds(lambda: a @ b, runs=7), "NumPy @", 0.8)
+    row(f"matmul {n}x{n}x{n} f32", *paired_medians(lambda: exe.execute([a, b]), lambda: a @ b, runs=9), "NumPy @", 0.8)
 
 
 def bench_training() -> None:
@@ -127,7 +124,7 @@ def bench_training() -> None:
         return
     for name, (ours, theirs, compile_seconds) in (("softmax regression", softmax_regression_programs()),
                                                   ("2-layer MLP", mlp_step_programs())):
-        row(f"{name} training step", median_seconds(ours), median_seconds(theirs), "NumPy", 1.0)
+        row(f"{name} training step", *paired_medians(ours, theirs), "NumPy", 1.0)
         if compile_seconds is not None:
             print(f"{'':<48s} compile time {compile_seconds:.2f} s  [goal < 2 s: "
                   f"{'met' if compile_seconds < 2 else 'NOT met'}]")

@@ -149,10 +149,22 @@ def _would_duplicate(producer: HloInstruction, consumer: HloInstruction, config:
         return None
     if not config.may_duplicate:
         return "producer has other users and duplication is off"
+    if producer.opcode == "fusion" and is_cheap_fusion(producer):
+        return None  # a broadcast constant (say) is recomputed in every consumer, as XLA does
     expensive = producer.info.expensive and producer.opcode not in config.cheap_ops
     if expensive or producer.opcode in ("fusion", "dot", "gather"):
         return f"{producer.opcode} is expensive and has other users (never duplicated)"
     return None
+
+
+CHEAP_FUSED_OPS = frozenset({"parameter", "constant", "broadcast", "iota", "reshape", "bitcast"})
+
+
+def is_cheap_fusion(fusion: HloInstruction) -> bool:
+    """A single-output kLoop fusion that only *moves* or *creates* values (a broadcast scalar,
+    an iota): recomputing it in each consumer costs less than reading it back from memory."""
+    return (fusion.fusion_kind == "kLoop" and not fusion.shape.is_tuple
+            and all(i.opcode in CHEAP_FUSED_OPS for i in fusion.fused_computation.instructions))
 
 
 def _creates_cycle(producer: HloInstruction, consumer: HloInstruction) -> bool:
