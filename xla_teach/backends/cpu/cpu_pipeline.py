@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from xla_teach.backends.cpu.passes.dot_strategy import DotStrategy
 from xla_teach.backends.cpu.passes.reshape_to_bitcast import ReshapeToBitcast
+from xla_teach.backends.cpu.passes.row_fusion import RowFusion
 from xla_teach.backends.cpu.passes.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.pipeline import default_pipeline
@@ -18,6 +19,7 @@ from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
 def cpu_pipeline() -> HloPassPipeline:
     pipeline = default_pipeline("cpu")
     pipeline.insert_before("fusion", TreeReductionRewriter())
+    pipeline.insert_before("fusion", RowFusion())
     pipeline.add_pass(HloPassPipeline("cpu-codegen-prepare", [
         ReshapeToBitcast(), DotStrategy(), HloMemoryScheduler()]))
     return pipeline

@@ -28,12 +28,14 @@ from xla_teach.backends.cpu.kernels.dot import emit_dot_kernel, find_dot
 from xla_teach.backends.cpu.kernels.loop import emit_loop_kernel
 from xla_teach.backends.cpu.kernels.reduction import emit_reduction_kernel, is_reduction_hero
 from xla_teach.backends.cpu.kernels.rng import emit_rng_bit_generator_kernel
+from xla_teach.backends.cpu.kernels.row_fusion import emit_row_fusion_kernel
 from xla_teach.backends.cpu.kernels.scatter import (
     emit_dynamic_update_slice_kernel,
     emit_scatter_kernel,
     emit_select_and_scatter_kernel,
 )
 from xla_teach.backends.cpu.kernels.sort import emit_sort_kernel
+from xla_teach.backends.cpu.passes.row_fusion import is_row_fusion
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, BufferSlice, ModuleBufferAssignment
@@ -139,6 +141,8 @@ class CpuIrEmitter:
             raise NotImplementedError("the legacy 'rng' op has no CPU kernel; use rng-bit-generator")
         if op == "topk":
             raise NotImplementedError("topk is expanded to sort by the 'topk-decomposer' pass before codegen")
+        if is_row_fusion(instr):
+            return emit_row_fusion_kernel
         hero = instr.fused_computation.root if op == "fusion" else instr
         if is_reduction_hero(hero):
             return emit_reduction_kernel

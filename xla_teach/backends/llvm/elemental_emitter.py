@@ -68,6 +68,11 @@ class ElementalEmitter:
     def value_at(self, instr: HloInstruction, index: IrIndex) -> ir.Value:
         return self.generator(instr)(index)
 
+    def set_generator(self, instr: HloInstruction, generator: Generator) -> None:
+        """Compute ``instr`` with ``generator`` from now on (a kernel that has already computed
+        a value -- a row's reduction, say -- hands it to the rest of the expression this way)."""
+        self._generators[instr.unique_id] = generator
+
     # ---- dispatch ---------------------------------------------------------------------
     def _make_generator(self, instr: HloInstruction) -> Generator:
         op = instr.opcode
