@@ -74,3 +74,35 @@ def row(name: str, ours: float, other: float, other_name: str, goal: float | Non
     mark = "" if goal is None else f"  [goal >= {goal:.2f}x: {verdict}]"
     print(f"{name:<48s} xla_teach {ours * 1e3:9.3f} ms   {other_name} {other * 1e3:9.3f} ms   "
           f"-> {ratio:5.2f}x{mark}")
+
+
+# ---- the programs both benchmark scripts measure -------------------------------------------------
+SEED = """HloModule seed_reduce_sum
+add {{ a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }}
+ENTRY main {{
+  x = f32[{n}] parameter(0)
+  y = f32[{n}] parameter(1)
+  z = f32[{n}] parameter(2)
+  m = f32[{n}] multiply(y, z)
+  s = f32[{n}] add(x, m)
+  zero = f32[] constant(0)
+  ROOT r = f32[] reduce(s, zero), dimensions={{0}}, to_apply=add
+}}
+"""
+
+SOFTMAX = """HloModule softmax
+add {{ a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }}
+max {{ a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] maximum(a, b) }}
+ENTRY main {{
+  x = f32[{r},{c}] parameter(0)
+  ninf = f32[] constant(-inf)
+  mx = f32[{r}] reduce(x, ninf), dimensions={{1}}, to_apply=max
+  mb = f32[{r},{c}] broadcast(mx), dimensions={{0}}
+  s = f32[{r},{c}] subtract(x, mb)
+  e = f32[{r},{c}] exponential(s)
+  zero = f32[] constant(0)
+  sm = f32[{r}] reduce(e, zero), dimensions={{1}}, to_apply=add
+  sb = f32[{r},{c}] broadcast(sm), dimensions={{0}}
+  ROOT d = f32[{r},{c}] divide(e, sb)
+}}
+"""

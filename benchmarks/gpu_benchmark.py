@@ -15,42 +15,16 @@ import argparse
 import statistics
 import sys
 from datetime import date
+from pathlib import Path
 
 import numpy as np
 
-from xla_teach.api import compile_module
-from xla_teach.backends.gpu.executable import upload
-from xla_teach.backends.gpu.runtime import CudaContext, device_available, unavailable_reason
+sys.path.insert(0, str(Path(__file__).parent))
+from common import SEED, SOFTMAX  # noqa: E402
 
-SEED = """HloModule seed_reduce_sum
-add {{ a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }}
-ENTRY main {{
-  x = f32[{n}] parameter(0)
-  y = f32[{n}] parameter(1)
-  z = f32[{n}] parameter(2)
-  m = f32[{n}] multiply(y, z)
-  s = f32[{n}] add(x, m)
-  zero = f32[] constant(0)
-  ROOT r = f32[] reduce(s, zero), dimensions={{0}}, to_apply=add
-}}
-"""
-
-SOFTMAX = """HloModule softmax
-add {{ a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }}
-max {{ a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] maximum(a, b) }}
-ENTRY main {{
-  x = f32[{r},{c}] parameter(0)
-  ninf = f32[] constant(-inf)
-  mx = f32[{r}] reduce(x, ninf), dimensions={{1}}, to_apply=max
-  mb = f32[{r},{c}] broadcast(mx), dimensions={{0}}
-  s = f32[{r},{c}] subtract(x, mb)
-  e = f32[{r},{c}] exponential(s)
-  zero = f32[] constant(0)
-  sm = f32[{r}] reduce(e, zero), dimensions={{1}}, to_apply=add
-  sb = f32[{r},{c}] broadcast(sm), dimensions={{0}}
-  ROOT d = f32[{r},{c}] divide(e, sb)
-}}
-"""
+from xla_teach.api import compile_module  # noqa: E402
+from xla_teach.backends.gpu.executable import upload  # noqa: E402
+from xla_teach.backends.gpu.runtime import CudaContext, device_available, unavailable_reason  # noqa: E402
 
 
 def event_median_ms(ctx: CudaContext, fn, runs: int = 20) -> float:  # type: ignore[no-untyped-def]

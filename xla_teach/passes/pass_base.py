@@ -25,11 +25,12 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from xla_teach.hlo.ir import HloModule
+from xla_teach.hlo.ir import HloComputation, HloModule
 
 
 class HloPass:
-    """Base class of every pass. Subclasses set ``name`` and implement :meth:`run`."""
+    """Base class of every pass. Subclasses set ``name`` and implement :meth:`run` -- or, for a
+    pass that rewrites each computation on its own, :meth:`run_on_computation`."""
 
     name: str = "unnamed-pass"
     # False for passes a backend needs even at optimization level 0 (legalization).
@@ -39,8 +40,20 @@ class HloPass:
         self.notes: list[str] = []
 
     def run(self, module: HloModule) -> bool:
-        """Rewrite ``module`` in place; return True if anything changed."""
-        raise NotImplementedError(f"pass {self.name} does not implement run()")
+        """Rewrite ``module`` in place; return True if anything changed.
+
+        By default: :meth:`run_on_computation` on every computation except fused ones (a fusion's
+        body belongs to the fusion; passes before fusion never see one, later ones must not
+        rewrite it behind the fusion's back)."""
+        fused = {id(i.fused_computation) for i in module.instructions() if i.opcode == "fusion"}
+        changed = False
+        for comp in module.computation_post_order():
+            if id(comp) not in fused:
+                changed |= self.run_on_computation(comp)
+        return changed
+
+    def run_on_computation(self, comp: HloComputation) -> bool:
+        raise NotImplementedError(f"pass {self.name} implements neither run() nor run_on_computation()")
 
     def note(self, message: str) -> None:
         """Record a decision ("fused x into y", "not fusing z: expensive") for the stage record."""

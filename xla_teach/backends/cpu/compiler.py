@@ -17,40 +17,25 @@ from __future__ import annotations
 
 import time
 
+from xla_teach.backends.compiler_base import CompilerBase
 from xla_teach.backends.cpu.ir_emitter import CpuIrEmitter, HostPlan, KernelPlan, SequencePlan
 from xla_teach.backends.cpu.jit import CpuJit
 from xla_teach.backends.cpu.kernel_builder import annotate_kernels
-from xla_teach.backends.options import CompileOptions
 from xla_teach.hlo.custom_calls import get_custom_call_target
 from xla_teach.hlo.ir import HloInstruction, HloModule
-from xla_teach.passes.pass_base import PassRecorder
+from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment, leaf_indices
 from xla_teach.runtime.executable import CompiledArtifacts, Executable, SequenceExecutable
 from xla_teach.runtime.thunks import CallThunk, ConditionalThunk, HostCallThunk, KernelThunk, Thunk, WhileThunk
 
 
-class CpuCompiler:
+class CpuCompiler(CompilerBase):
     platform = "cpu"
 
-    def __init__(self, options: CompileOptions | None = None) -> None:
-        self.options = options or CompileOptions()
-        self.recorder = PassRecorder()
-        self.timings: dict[str, float] = {}
-
-    # ---- stage 1 ----------------------------------------------------------------------
-    def run_hlo_passes(self, module: HloModule) -> HloModule:
+    def hlo_pipeline(self) -> HloPassPipeline:
         from xla_teach.backends.cpu.cpu_pipeline import cpu_pipeline
 
-        start = time.perf_counter()
-        optimized = module.clone()
-        if self.options.run_hlo_passes:
-            cpu_pipeline().run(optimized, self.options.pass_options, self.recorder)
-        else:
-            from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
-
-            HloMemoryScheduler().run(optimized)
-        self.timings["hlo_passes"] = time.perf_counter() - start
-        return optimized
+        return cpu_pipeline()
 
     # ---- stage 2 ----------------------------------------------------------------------
     def run_backend(self, optimized: HloModule) -> Executable:
@@ -80,9 +65,6 @@ class CpuCompiler:
         executable.sequences = sequences  # type: ignore[attr-defined]
         executable.buffer_assignment = assignments  # type: ignore[attr-defined]
         return executable
-
-    def compile(self, module: HloModule) -> Executable:
-        return self.run_backend(self.run_hlo_passes(module))
 
     # ---- thunks -----------------------------------------------------------------------
     def _thunks(self, plan: SequencePlan, jit: CpuJit, sequence) -> list[Thunk]:  # type: ignore[no-untyped-def]

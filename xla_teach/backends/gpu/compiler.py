@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from xla_teach.backends.compiler_base import CompilerBase
 from xla_teach.backends.cpu.compiler import _sub
 from xla_teach.backends.cpu.ir_emitter import HostPlan, SequencePlan
 from xla_teach.backends.cpu.kernel_builder import annotate_kernels
@@ -31,7 +32,7 @@ from xla_teach.backends.gpu.runtime import GpuUnavailableError, device_available
 from xla_teach.backends.options import CompileOptions
 from xla_teach.hlo.custom_calls import get_custom_call_target
 from xla_teach.hlo.ir import HloModule
-from xla_teach.passes.pass_base import PassRecorder
+from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment, leaf_indices
 from xla_teach.runtime.executable import CompiledArtifacts
 
@@ -138,27 +139,13 @@ def _load(program: GpuProgram, artifacts: CompiledArtifacts) -> Any:
     return GpuExecutable(program.module, entry, artifacts, keep_alive=(cu_module, sequences))
 
 
-class GpuCompiler:
+class GpuCompiler(CompilerBase):
     platform = "gpu"
 
-    def __init__(self, options: CompileOptions | None = None) -> None:
-        self.options = options or CompileOptions()
-        self.recorder = PassRecorder()
-        self.timings: dict[str, float] = {}
-
-    def run_hlo_passes(self, module: HloModule) -> HloModule:
+    def hlo_pipeline(self) -> HloPassPipeline:
         from xla_teach.backends.gpu.gpu_pipeline import gpu_pipeline
 
-        start = time.perf_counter()
-        optimized = module.clone()
-        if self.options.run_hlo_passes:
-            gpu_pipeline().run(optimized, self.options.pass_options, self.recorder)
-        else:
-            from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
-
-            HloMemoryScheduler().run(optimized)
-        self.timings["hlo_passes"] = time.perf_counter() - start
-        return optimized
+        return gpu_pipeline()
 
     def run_backend(self, optimized: HloModule) -> GpuCompiledExecutable:
         start = time.perf_counter()
@@ -178,5 +165,3 @@ class GpuCompiler:
         executable.buffer_assignment = assignments  # type: ignore[attr-defined]
         return executable
 
-    def compile(self, module: HloModule) -> GpuCompiledExecutable:
-        return self.run_backend(self.run_hlo_passes(module))

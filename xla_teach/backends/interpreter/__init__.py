@@ -10,12 +10,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from xla_teach.backends.options import CompileOptions
+from xla_teach.backends.compiler_base import CompilerBase
 from xla_teach.hlo.evaluator import HloEvaluator
 from xla_teach.hlo.evaluator.arguments import check_arguments
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.verifier import verify_module
-from xla_teach.passes.pass_base import PassRecorder
 from xla_teach.runtime.executable import CompiledArtifacts
 from xla_teach.runtime.thunks import Profiler
 
@@ -45,13 +44,10 @@ def _flatten(value: object) -> list[np.ndarray]:
     return [value]  # type: ignore[list-item]
 
 
-class InterpreterCompiler:
-    platform = "interpreter"
+class InterpreterCompiler(CompilerBase):
+    """Runs the module as written: no passes (the reference must not depend on them)."""
 
-    def __init__(self, options: CompileOptions | None = None) -> None:
-        self.options = options or CompileOptions()
-        self.recorder = PassRecorder()
-        self.timings: dict[str, float] = {}
+    platform = "interpreter"
 
     def run_hlo_passes(self, module: HloModule) -> HloModule:
         verify_module(module)
@@ -60,5 +56,3 @@ class InterpreterCompiler:
     def run_backend(self, optimized: HloModule) -> InterpreterExecutable:
         return InterpreterExecutable(optimized)
 
-    def compile(self, module: HloModule) -> InterpreterExecutable:
-        return self.run_backend(self.run_hlo_passes(module))

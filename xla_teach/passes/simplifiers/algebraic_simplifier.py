@@ -78,7 +78,7 @@ rewrites.
 
 from __future__ import annotations
 
-from xla_teach.hlo.ir import HloComputation, HloModule
+from xla_teach.hlo.ir import HloComputation
 from xla_teach.hlo.opcodes import is_elementwise
 from xla_teach.passes.pass_base import HloPass
 from xla_teach.passes.simplifiers.algsimp_rules_arith import ARITH_RULES
@@ -106,16 +106,12 @@ class AlgebraicSimplifier(HloPass):
         self.max_sweeps = max_sweeps
         self._by_opcode: dict[str, list[Rule]] = {}
 
-    def run(self, module: HloModule) -> bool:
-        fused = {id(i.fused_computation) for i in module.instructions() if i.opcode == "fusion"}
+    def run_on_computation(self, comp: HloComputation) -> bool:
         changed = False
-        for comp in module.computation_post_order():
-            if id(comp) in fused:
-                continue
-            for _ in range(self.max_sweeps):
-                if not self.sweep(comp):
-                    break
-                changed = True
+        for _ in range(self.max_sweeps):
+            if not self.sweep(comp):
+                break
+            changed = True
         return changed
 
     def sweep(self, comp: HloComputation) -> bool:

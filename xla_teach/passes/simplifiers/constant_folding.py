@@ -45,7 +45,7 @@ from __future__ import annotations
 import numpy as np
 
 from xla_teach.hlo.evaluator import EvaluationError, evaluate_instruction
-from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.passes.pass_base import HloPass
 from xla_teach.passes.simplifiers.rewrite_utils import has_side_effect_recursive, replace_instruction
 
@@ -72,15 +72,6 @@ class ConstantFolding(HloPass):
     def __init__(self, max_elements: int = DEFAULT_MAX_ELEMENTS) -> None:
         super().__init__()
         self.max_elements = max_elements
-
-    def run(self, module: HloModule) -> bool:
-        changed = False
-        fused = {id(i.fused_computation) for i in module.instructions() if i.opcode == "fusion"}
-        for comp in module.computation_post_order():
-            if id(comp) in fused:
-                continue  # fused computations are the fusion pass's business
-            changed |= self.run_on_computation(comp)
-        return changed
 
     def why_not(self, instr: HloInstruction) -> str | None:
         """None if ``instr`` can be folded, else the reason it is not."""

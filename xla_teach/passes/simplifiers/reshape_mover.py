@@ -40,7 +40,7 @@ After::
 
 from __future__ import annotations
 
-from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.hlo.opcodes import is_elementwise
 from xla_teach.passes.pass_base import HloPass
 from xla_teach.passes.simplifiers.rewrite_utils import (
@@ -97,14 +97,6 @@ class ReshapeMover(HloPass):
     """Sinks reshapes and transposes below elementwise ops (module docstring)."""
 
     name = "reshape-mover"
-
-    def run(self, module: HloModule) -> bool:
-        fused = {id(i.fused_computation) for i in module.instructions() if i.opcode == "fusion"}
-        changed = False
-        for comp in module.computation_post_order():
-            if id(comp) not in fused:
-                changed |= self.run_on_computation(comp)
-        return changed
 
     def run_on_computation(self, comp: HloComputation) -> bool:
         changed = False

@@ -32,7 +32,7 @@ After::
 
 from __future__ import annotations
 
-from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.passes.pass_base import HloPass
 from xla_teach.passes.simplifiers.rewrite_utils import replace_instruction
 
@@ -55,14 +55,6 @@ class TransposeFolding(HloPass):
     """Absorbs transposes into the dimension numbers of the dots they feed."""
 
     name = "transpose-folding"
-
-    def run(self, module: HloModule) -> bool:
-        fused = {id(i.fused_computation) for i in module.instructions() if i.opcode == "fusion"}
-        changed = False
-        for comp in module.computation_post_order():
-            if id(comp) not in fused:
-                changed |= self.run_on_computation(comp)
-        return changed
 
     def run_on_computation(self, comp: HloComputation) -> bool:
         changed = False

@@ -1,0 +1,47 @@
+"""What the CPU and GPU compilers share: stage 1, the HLO passes.
+
+A compiler has two stages, as XLA's ``Compiler`` does: ``run_hlo_passes(module)`` returns the
+optimized module (recording every pass in ``self.recorder``), and ``run_backend(optimized)``
+turns it into an executable. Subclasses say which pipeline stage 1 runs (``hlo_pipeline``) and
+implement ``run_backend``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from xla_teach.backends.options import CompileOptions
+from xla_teach.hlo.ir import HloModule
+from xla_teach.passes.pass_base import HloPassPipeline, PassRecorder
+
+
+class CompilerBase:
+    platform = "unknown"
+
+    def __init__(self, options: CompileOptions | None = None) -> None:
+        self.options = options or CompileOptions()
+        self.recorder = PassRecorder()
+        self.timings: dict[str, float] = {}
+
+    def hlo_pipeline(self) -> HloPassPipeline:
+        raise NotImplementedError
+
+    def run_hlo_passes(self, module: HloModule) -> HloModule:
+        """A copy of ``module`` through the backend's pipeline (only scheduling when
+        ``options.run_hlo_passes`` is off: the module is already optimized)."""
+        start = time.perf_counter()
+        optimized = module.clone()
+        if self.options.run_hlo_passes:
+            self.hlo_pipeline().run(optimized, self.options.pass_options, self.recorder)
+        else:
+            from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
+
+            HloMemoryScheduler().run(optimized)
+        self.timings["hlo_passes"] = time.perf_counter() - start
+        return optimized
+
+    def run_backend(self, optimized: HloModule):  # type: ignore[no-untyped-def]
+        raise NotImplementedError
+
+    def compile(self, module: HloModule):  # type: ignore[no-untyped-def]
+        return self.run_backend(self.run_hlo_passes(module))
