@@ -21,6 +21,7 @@ from xla_teach.tools.render_style import COLORS
 needs_dot = pytest.mark.skipif(not render.have_dot(), reason="Graphviz dot not installed")
 
 AFTER_OPT = XLA_DUMP / "module_0000.jit_f.cpu_after_optimizations.txt"
+needs_samples = pytest.mark.skipif(not AFTER_OPT.is_file(), reason=f"the real XLA dump {AFTER_OPT} is not here")
 
 WHILE_HLO = """
 HloModule loop
@@ -77,6 +78,7 @@ def layout(dot_text: str) -> dict:
     return {"boxes": boxes, "clusters": clusters, "edges": edges, "label": data.get("label", ""), "raw": data}
 
 
+@needs_samples
 @needs_dot
 def test_fusions_are_clusters_holding_their_fused_computation():
     module = parse_hlo(AFTER_OPT.read_text())
@@ -140,6 +142,7 @@ def test_while_body_and_condition_are_clusters():
     assert not flat["clusters"] and "w" not in flat["boxes"]
 
 
+@needs_samples
 @needs_dot
 def test_collapse_fusions_draws_one_gray_box_per_fusion():
     module = parse_hlo(AFTER_OPT.read_text())
@@ -168,6 +171,7 @@ def test_center_draws_the_neighbourhood_of_one_instruction():
     assert {"a30", "a29", "a31"} <= set(g["boxes"]) and "a0" not in g["boxes"]
 
 
+@needs_samples
 def test_large_graphs_collapse_fusions_first():
     module = parse_hlo(AFTER_OPT.read_text())
     small = hlo_to_dot(module, max_nodes=8)
