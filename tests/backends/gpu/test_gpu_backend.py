@@ -152,3 +152,25 @@ ENTRY e {
     args = fake_arguments(routes.executable.module)  # type: ignore[attr-defined]
     llvm_out = routes.executable.execute(args)[0]  # type: ignore[attr-defined]
     np.testing.assert_allclose(run_nvrtc_fusion(routes, args), llvm_out, rtol=1e-5, atol=1e-6)
+
+
+def test_elementwise_kernels_use_vector_accesses_when_aligned() -> None:
+    import re
+
+    text = """HloModule m
+ENTRY e {
+  x = f32[4096] parameter(0)
+  y = f32[4096] parameter(1)
+  m = f32[4096] multiply(x, y)
+  ROOT t = f32[4096] tanh(m)
+}"""
+    executable = compile_module(text, "gpu")
+    accesses = set(re.findall(r"(?:ld|st)\.global[.\w]*", executable.artifacts.ptx))
+    assert any(".v4." in a and a.startswith("ld") for a in accesses), accesses
+    assert any(".v4." in a and a.startswith("st") for a in accesses), accesses
+    # Four elements per thread: 1024 threads for 4096 elements.
+    config = json.loads(executable.module.entry.root.backend_config)["launch_dimensions"]
+    assert np.prod(config["blocks"]) * np.prod(config["threads_per_block"]) == 1024
+    # An odd size keeps one element per thread (and scalar accesses).
+    odd = compile_module(text.replace("4096", "4099"), "gpu")
+    assert not any(".v4." in a for a in re.findall(r"(?:ld|st)\.global[.\w]*", odd.artifacts.ptx))

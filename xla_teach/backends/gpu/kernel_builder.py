@@ -58,9 +58,11 @@ class GpuKernelBuilder:
         fnty = ir.FunctionType(ir.VoidType(), [PTR] * len(arg_shapes))
         self.function = ir.Function(module, fnty, self.name)
         self.function.calling_convention = "ptx_kernel"
-        for arg, aliased in zip(self.function.args, overlapping(slices), strict=True):
+        for arg, aliased, s in zip(self.function.args, overlapping(slices), slices, strict=True):
             if not aliased:
                 arg.add_attribute("noalias")
+            if s.offset % 16 == 0:  # allocations are 256-byte aligned on the device
+                arg.attributes.align = 16
         self.b = ir.IRBuilder(self.function.append_basic_block("entry"))
         self.arrays = [IrArray(arg, shape, f"arg{i}") for i, (arg, shape)
                        in enumerate(zip(self.function.args, arg_shapes, strict=True))]

@@ -28,7 +28,8 @@ def element_values(em, elements: list[HloInstruction], index: IrIndex) -> list: 
     values = []
     for element in elements:
         shape = element.shape.tuple_shapes[0] if element.shape.is_tuple else element.shape
-        value = em.value_at(element, IrIndex(index.dims, shape))
+        same_layout = shape.minor_to_major() == index.shape.minor_to_major()
+        value = em.value_at(element, IrIndex(index.dims, shape, index.linear if same_layout else None))
         values.extend(value if isinstance(value, tuple) else [value])
     return values
 
