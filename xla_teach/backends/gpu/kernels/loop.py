@@ -21,7 +21,6 @@ from xla_teach.backends.llvm.elemental_emitter import delinearize_physical
 from xla_teach.backends.llvm.ir_array import IrIndex, i64
 from xla_teach.backends.llvm.loops import if_then
 
-
 VECTOR_WIDTH = 4  # elements per thread when accesses can be 16-byte vectors
 
 
