@@ -291,6 +291,7 @@ register("opt", "run HLO passes, print a stage (hlo-opt)", _configure_opt, _run_
 register("bisect", "find the pass that breaks a program, shrink it to a reproducer", _configure_bisect, _run_bisect)
 register("timeline", "trace every thunk over N runs as Chrome trace JSON", _configure_timeline, _run_timeline)
 register("flags", "print the table of --xla_* flags", _configure_flags, _run_flags)
+import xla_teach.aot.cli  # noqa: E402,F401 - registers `aot`
 import xla_teach.exercises.cli  # noqa: E402,F401 - registers `grade`
 import xla_teach.tools.cli_extra  # noqa: E402,F401 - registers `render` and `demo`
 
