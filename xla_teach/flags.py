@@ -69,7 +69,8 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     _f("xla_disable_all_hlo_passes", bool, False, "Skip every HLO pass (the module must already be runnable)."),
     _f("xla_backend_optimization_level", int, 3, "LLVM optimization level (0-3) of the CPU/GPU backends."),
     _f("xla_cpu_enable_fast_math", bool, False, "Accepted for compatibility; xla_teach never uses fast math."),
-    _f("xla_cpu_multi_thread_eigen", bool, True, "Let library calls (BLAS) use several threads."),
+    _f("xla_cpu_multi_thread_eigen", bool, True, "Accepted for compatibility; the threads of BLAS calls follow "
+       "OPENBLAS_NUM_THREADS (xla_teach_cpu_parallel splits generated kernels)."),
     _f("xla_gpu_cuda_data_dir", str, "", "Accepted for compatibility (xla_teach needs no CUDA SDK files)."),
     _f("xla_teach_hlo_opt_level", int, 2, "xla_teach: HLO optimization level; 0 runs only the passes a backend "
        "needs (no simplification, no fusion)."),
