@@ -90,9 +90,14 @@ def _reads_elementwise(consumer: HloInstruction, producer: HloInstruction) -> bo
             continue
         # Every instruction on the way from the producer to the root must be elementwise over
         # the producer's dimensions (a transpose or broadcast further on changes the index).
-        stack = list(consumer.fused_computation.parameter(i).users)
+        # (Each instruction is checked once: following every path would take exponential time
+        # when values fan out and meet again, x * tanh(x) after x * tanh(x) ...)
+        stack, seen = list(consumer.fused_computation.parameter(i).users), set()
         while stack:
             user = stack.pop()
+            if user.unique_id in seen:
+                continue
+            seen.add(user.unique_id)
             if not is_elementwise(user.opcode) or user.shape.dimensions != producer.shape.dimensions:
                 return False
             stack.extend(user.users)

@@ -160,10 +160,28 @@ def can_run_in_place(instr: HloInstruction, operand_index: int) -> bool:
     if is_elementwise(instr.opcode) and instr.opcode != "bitcast-convert":
         return instr.shape.dimensions == op.shape.dimensions
     if instr.opcode == "fusion" and instr.fusion_kind == "kLoop":
-        param = instr.fused_computation.parameter(operand_index)
-        return all(is_elementwise(u.opcode) and u.shape.dimensions == instr.shape.dimensions
-                   and u.opcode != "bitcast-convert" for u in param.users)
+        # Every instruction from the parameter up to the root must be elementwise over the output's
+        # dims: a reverse or a square transpose further on keeps the dims but reads other elements,
+        # which the loop may already have overwritten.
+        stack, seen = list(instr.fused_computation.parameter(operand_index).users), set()
+        while stack:
+            user = stack.pop()
+            if user.unique_id in seen:
+                continue
+            seen.add(user.unique_id)
+            if (not is_elementwise(user.opcode) or user.opcode == "bitcast-convert"
+                    or user.shape.dimensions != instr.shape.dimensions):
+                return False
+            stack.extend(user.users)
+        return True
     return False
+
+
+def _times_read(ba: BufferAssignment, instr: HloInstruction, value: HloValue) -> int:
+    """How many of ``instr``'s operand leaves hold ``value``. Counted through aliases, so that
+    ``fusion(e, bitcast(e))`` reads ``e`` twice: writing the result over ``e`` would clobber
+    elements the second operand still has to read at other indices."""
+    return sum(ba.value(op, idx) is value for op in instr.operands for idx in leaf_indices(op.shape))
 
 
 def assign_buffers(comp: HloComputation, is_entry: bool) -> BufferAssignment:
@@ -216,7 +234,7 @@ def assign_buffers(comp: HloComputation, is_entry: bool) -> BufferAssignment:
             candidate = ba.value(op)
             base = share_with.get(candidate.id, candidate.id)
             if (kind_of[candidate.id] == "temp" and live[candidate.id][1] == position[instr.unique_id]
-                    and can_run_in_place(instr, i) and sum(o is op for o in instr.operands) == 1):
+                    and can_run_in_place(instr, i) and _times_read(ba, instr, candidate) == 1):
                 share_with[me.id] = base
                 ba.in_place.append((instr.name, op.name))
                 break
