@@ -18,3 +18,6 @@ test: $(VENV)/.installed-stamp
 
 lint: $(VENV)/.installed-stamp
 	$(PY) -m ruff check .
+
+docs: $(VENV)/.installed-stamp
+	$(VENV)/bin/mkdocs build --strict
