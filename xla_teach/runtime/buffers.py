@@ -16,6 +16,9 @@ convert between that and NumPy's logical (row-major) arrays.
 
 from __future__ import annotations
 
+import threading
+import weakref
+
 import numpy as np
 
 from xla_teach.hlo.shape import Shape
@@ -29,6 +32,57 @@ def aligned_empty(nbytes: int, alignment: int = ALIGNMENT) -> np.ndarray:
     raw = np.empty(nbytes + alignment, dtype=np.uint8)
     offset = (-raw.ctypes.data) % alignment
     return raw[offset : offset + nbytes]
+
+
+class _Lease:
+    """Hands a pooled block to NumPy (``__array_interface__``) and gives it back to the pool
+    when the last array viewing it is garbage-collected."""
+
+    def __init__(self, block: np.ndarray, pool: OutputPool) -> None:
+        self.block = block
+        self.__array_interface__ = block.__array_interface__
+        weakref.finalize(self, pool.give_back, block)
+
+
+class OutputPool:
+    """Recycles the memory of large output buffers, as XLA's allocators do.
+
+    A fresh multi-megabyte ``np.empty`` is fresh pages: the kernel that writes it first pays a
+    page fault and the zeroing of every 4 KiB page (about 1 ms for 16 MiB), often more than the
+    kernel itself. The arrays an executable returns are the caller's, so the pool cannot reuse
+    them at will -- but once the caller drops one, its block comes back here and the next run
+    of any executable that needs that many bytes writes into warm memory.
+    """
+
+    MIN_BYTES = 1 << 20  # below this, malloc's own free lists do the same job
+    MAX_CACHED_BYTES = 512 << 20
+
+    def __init__(self) -> None:
+        self._free: dict[int, list[np.ndarray]] = {}
+        self._cached = 0
+        self._lock = threading.Lock()
+
+    def take(self, nbytes: int) -> np.ndarray:
+        """A writable uint8 array of ``nbytes`` (recycled when possible)."""
+        if nbytes < self.MIN_BYTES:
+            return aligned_empty(nbytes)
+        with self._lock:
+            blocks = self._free.get(nbytes)
+            block = blocks.pop() if blocks else None
+            if block is not None:
+                self._cached -= nbytes
+        if block is None:
+            block = aligned_empty(nbytes)
+        return np.asarray(_Lease(block, self))
+
+    def give_back(self, block: np.ndarray) -> None:
+        with self._lock:
+            if self._cached + block.nbytes <= self.MAX_CACHED_BYTES:
+                self._free.setdefault(block.nbytes, []).append(block)
+                self._cached += block.nbytes
+
+
+OUTPUT_POOL = OutputPool()
 
 
 def physical_order(shape: Shape) -> list[int]:

@@ -17,7 +17,7 @@ import numpy as np
 
 from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, leaf_indices
-from xla_teach.runtime.buffers import RunBuffers, aligned_empty, empty_physical, logical_view, to_physical
+from xla_teach.runtime.buffers import OUTPUT_POOL, RunBuffers, aligned_empty, logical_view, to_physical
 from xla_teach.runtime.thunks import Profiler, Thunk
 
 
@@ -69,7 +69,7 @@ class SequenceExecutable:
             physical = to_physical(np.asarray(array), shape)  # type: ignore[arg-type]
             buffers.bind(alloc_index, physical)
         for alloc in self.output_allocations:
-            buffers.bind(alloc.index, empty_physical(alloc.values[0][0].shape).reshape(-1).view(np.uint8))
+            buffers.bind(alloc.index, OUTPUT_POOL.take(alloc.size))
         for thunk in self.thunks:
             thunk.execute(buffers, profiler)
         results = []
