@@ -95,11 +95,16 @@ class CpuIrEmitter:
             plan.steps.append(self._emit_kernel(instr, assignment))
         return plan
 
+    def symbol(self, name: str) -> str:
+        """``name`` as this target allows it in a symbol (the GPU emitter is stricter)."""
+        return llvm_name(name)
+
     def _kernel_name(self, instr: HloInstruction) -> str:
-        base = llvm_name(instr.name)
+        """The instruction's name as a unique symbol (``add.1``, then ``add.1_k1`` ... if taken)."""
+        base = self.symbol(instr.name)
         name, n = base, 1
         while name in self._names:
-            name, n = f"{base}.k{n}", n + 1
+            name, n = f"{base}_k{n}", n + 1
         self._names.add(name)
         return name
 

@@ -58,13 +58,8 @@ class GpuIrEmitter(CpuIrEmitter):
         self.llvm_module.data_layout = DATA_LAYOUT
         return super().emit_all()
 
-    def _kernel_name(self, instr: HloInstruction) -> str:
-        base = ptx_name(instr.name)
-        name, n = base, 1
-        while name in self._names:
-            name, n = f"{base}_k{n}", n + 1
-        self._names.add(name)
-        return name
+    def symbol(self, name: str) -> str:
+        return ptx_name(name)  # PTX identifiers: letters, digits, _ and $ only
 
     def _emit_kernel(self, instr: HloInstruction, assignment: BufferAssignment) -> GpuKernelPlan:  # type: ignore[override]
         operand_slices, operand_shapes = [], []
