@@ -24,8 +24,11 @@ memory. ``InstructionFusion`` visits consumers users-first and asks, for each op
    consumer, fusing it copies it into the fusion while the original stays for the others.
    That is fine for cheap ops, but not if ``producer.info.expensive`` (exponential, tanh,
    divide, dot, fusion...).
-4. **No cycles.** If another operand of the consumer depends (through its operands,
-   transitively) on the producer, fusing would create a cycle: no.
+4. **Copies cannot close cycles.** If the producer also reaches the consumer through another
+   path (``n -> exp -> transpose -> add`` and ``n -> add``), that path leaves the producer
+   through another of its users, so rule 3 applies: a cheap producer is *copied* into the
+   consumer and the original stays for the other path -- no cycle forms, and there is no
+   separate rule to write. (Multi-output fusion *moves* producers; it must check paths.)
 
 *Loop-fusible* means: ``is_elementwise(instr.opcode)`` or ``instr.opcode`` in
 ``LOOP_FUSIBLE``, the result is not a tuple (``instr.shape.is_tuple``), and it is not
@@ -57,6 +60,6 @@ def is_loop_fusible(instr: HloInstruction) -> bool:
 
 
 def should_fuse(producer: HloInstruction, consumer: HloInstruction) -> bool:
-    """True if ``producer`` should be fused into ``consumer`` (rules 1-4 of the module docstring)."""
-    # TODO: apply rules 1 to 4; return False as soon as one says no
-    raise NotImplementedError("TODO (fusion_decision): apply rules 1 to 4; return False as soon as one says no")
+    """True if ``producer`` should be fused into ``consumer`` (rules 1-3 of the module docstring)."""
+    # TODO: apply rules 1 to 3; return False as soon as one says no
+    raise NotImplementedError("TODO (fusion_decision): apply rules 1 to 3; return False as soon as one says no")

@@ -149,7 +149,7 @@ ENTRY main {{
   ROOT t = ({S}, {S}) tuple(u, v)
 }}
 """,
-    "fusing must not create a cycle": f"""HloModule rule_cycle
+    "a cheap producer reached by two paths is copied, not refused": f"""HloModule rule_two_paths
 ENTRY main {{
   a = {S} parameter(0)
   n = {S} negate(a)

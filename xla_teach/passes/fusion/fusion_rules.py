@@ -210,7 +210,12 @@ def fusion_decision(producer: HloInstruction, consumer: HloInstruction, config: 
     for problem in checks:
         if problem is not None:
             return problem
-    if _creates_cycle(producer, consumer):
+    # A second path producer -> ... -> consumer must leave the producer through another of its
+    # users, so the producer stays for that user and is *copied* into the consumer; its operands
+    # come before both, so no cycle can form. Only a producer that would be *moved* could close
+    # one -- which is why multi-output fusion, which moves producers, checks paths itself.
+    duplicated = any(u is not consumer for u in producer.users)
+    if not duplicated and _creates_cycle(producer, consumer):
         return "fusing would create a cycle (another path leads from the producer to the consumer)"
     return None
 
