@@ -43,6 +43,16 @@ def paired_medians(a: Callable[[], object], b: Callable[[], object], runs: int =
     return statistics.median(ta), statistics.median(tb)
 
 
+def block_medians(a: Callable[[], object], b: Callable[[], object], runs: int = 21) -> tuple[float, float]:
+    """Median times of ``a`` and ``b`` measured in blocks (a..., b..., a...): for comparisons with
+    another runtime whose worker threads keep spinning after each call (XLA's), which would
+    otherwise slow the interleaved call of the other side."""
+    ta = [median_seconds(a, runs=runs // 2 + 1), 0.0]
+    tb = median_seconds(b, runs=runs)
+    ta[1] = median_seconds(a, runs=runs // 2 + 1)
+    return min(ta), tb
+
+
 def copy_bandwidth(nbytes: int) -> float:
     """Bytes *read* per second by ``np.copyto`` of an ``nbytes`` buffer (the machine's copy speed,
     counted the way the kernels are: bytes read / time)."""

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import SEED, SOFTMAX, copy_bandwidth, header, paired_medians, row  # noqa: E402
+from common import SEED, SOFTMAX, block_medians, copy_bandwidth, header, paired_medians, row  # noqa: E402
 
 from xla_teach.api import compile_module  # noqa: E402
 
@@ -58,7 +58,7 @@ def bench_seed(log2n: int, jax) -> None:  # type: ignore[no-untyped-def]
     else:
         f = jax.jit(lambda a, b, c: (a + b * c).sum())
         args = [jax.device_put(v) for v in (x, y, z)]
-        ours, theirs = paired_medians(lambda: exe.execute([x, y, z]), lambda: f(*args).block_until_ready())
+        ours, theirs = block_medians(lambda: exe.execute([x, y, z]), lambda: f(*args).block_until_ready())
         row(f"seed reduce_sum(x + y*z), 2^{log2n} f32", ours, theirs, "JAX", 1.0)
 
 
@@ -76,8 +76,8 @@ def bench_softmax(rows: int, cols: int, jax) -> None:  # type: ignore[no-untyped
     else:
         f = jax.jit(lambda v: jax.nn.softmax(v, axis=1))
         xd = jax.device_put(x)
-        row(f"row softmax {rows}x{cols} f32", *paired_medians(lambda: exe.execute([x]),
-                                                              lambda: f(xd).block_until_ready()), "JAX", 1.0)
+        row(f"row softmax {rows}x{cols} f32", *block_medians(lambda: exe.execute([x]),
+                                                             lambda: f(xd).block_until_ready()), "JAX", 1.0)
 
 
 def bench_matmul(n: int) -> None:
@@ -115,7 +115,7 @@ def main() -> int:
     # JAX last: importing it starts XLA's thread pool, which would disturb the rows above.
     jax = _jax()
     if jax is not None:
-        print("-- against JAX's XLA (jax.jit on the same CPU, same program) --")
+        print("-- against JAX's XLA (jax.jit on the same CPU, same program; timed in blocks) --")
         bench_seed(18 if ns.quick else 24, jax)
         bench_softmax(256 if ns.quick else 4096, 1024, jax)
     print(f"(total {time.perf_counter() - start:.1f} s; JAX {'present' if jax else 'not installed'})")
