@@ -271,6 +271,8 @@ class ElementalEmitter:
         b = self.b
 
         def gen(index: IrIndex) -> ir.Value:
+            if operand.shape.element_count() == 0:  # all padding: no element to load (not even a clamped one)
+                return self.value_at(pad_value, IrIndex.scalar(pad_value.shape))
             inside = ir.Constant(ir.IntType(1), 1)
             source = []
             for d, (value, p) in enumerate(zip(index.dims, config, strict=True)):
@@ -297,6 +299,9 @@ class ElementalEmitter:
             offset = 0
             for operand in instr.operands:
                 size = operand.shape.dimensions[dim]
+                if operand.shape.element_count() == 0:  # owns no output position; a clamped load would
+                    offset += size                      # still read past its (empty) buffer
+                    continue
                 local = b.sub(index.dims[dim], i64(offset))
                 source = list(index.dims)
                 source[dim] = clamp_index(b, local, size)
@@ -327,6 +332,8 @@ class ElementalEmitter:
         b = self.b
 
         def gen(index: IrIndex) -> ir.Value:
+            if update.shape.element_count() == 0:  # nothing to write; never load from the empty update
+                return self.value_at(operand, IrIndex(index.dims, operand.shape))
             starts = self.clamped_starts(instr, 2, operand.shape, update.shape.dimensions)
             inside = ir.Constant(ir.IntType(1), 1)
             local = []
@@ -354,12 +361,22 @@ class ElementalEmitter:
 # ---------------------------------------------------------------------------------------
 # Small helpers shared with the kernel emitters
 # ---------------------------------------------------------------------------------------
+# Unsigned 64-bit indices saturate here (as the interpreter's ``to_index_array`` does): a u64 of
+# 2^63 or more would otherwise read as a negative i64, and adding a window size to one near 2^63
+# could wrap. XLA compares unsigned indices unsigned, which gives the same clamped result.
+U64_INDEX_LIMIT = 1 << 62
+
+
 def widen_index(b: ir.IRBuilder, value: ir.Value, signed: bool) -> ir.Value:
-    if value.type == I64:
-        return value
+    """An integer index operand as i64 (sign- or zero-extended; huge unsigned values saturate)."""
     if value.type.width > 64:
         return b.trunc(value, I64)
-    return b.sext(value, I64) if signed else b.zext(value, I64)
+    if value.type.width < 64:
+        return b.sext(value, I64) if signed else b.zext(value, I64)
+    if signed:
+        return value
+    limit = i64(U64_INDEX_LIMIT)
+    return b.select(b.icmp_unsigned(">", value, limit), limit, value)
 
 
 def clamp_range(b: ir.IRBuilder, value: ir.Value, lo: int, hi: int) -> ir.Value:

@@ -145,8 +145,11 @@ def reduce_window_generator(em: ElementalEmitter, instr: HloInstruction) -> Gene
                 pos, ok = window_position(b, index.dims[d], kk, wd, in_shape.dimensions[d])
                 source.append(pos)
                 inside = b.and_(inside, ok)
-            values = [b.select(inside, em.value_at(inp, IrIndex(tuple(source), inp.shape)), init)
-                      for inp, init in zip(inputs, init_values, strict=True)]
+            if in_shape.element_count() == 0:  # every window element is padding; clamping can't make
+                values = list(init_values)     # an index into an empty array safe, so load nothing
+            else:
+                values = [b.select(inside, em.value_at(inp, IrIndex(tuple(source), inp.shape)), init)
+                          for inp, init in zip(inputs, init_values, strict=True)]
             current = [b.load(acc) for acc in accs]
             new = emit_scalar_computation(b, instr.to_apply, current + values)
             for acc, value in zip(accs, new, strict=True):
@@ -259,7 +262,10 @@ def convolution_generator(em: ElementalEmitter, instr: HloInstruction) -> Genera
             product = b.select(inside, product, ir.Constant(product.type, 0))
             b.store(ops.emit_binary(b, "add", b.load(acc), product, acc_type, reassociate=True), acc)
 
-        loop_nest(b, sizes, f"{instr.name}.k", body)
+        # An empty input (a zero-sized spatial dimension that padding turns into output positions)
+        # contributes only zeros: skip the loop rather than load from the empty buffer.
+        if lhs.shape.element_count() and rhs.shape.element_count():
+            loop_nest(b, sizes, f"{instr.name}.k", body)
         return ops.emit_convert(b, b.load(acc), acc_type, out_type)
 
     return gen

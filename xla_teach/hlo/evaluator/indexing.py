@@ -140,7 +140,8 @@ def handle_scatter(ev: HloEvaluator, instr: HloInstruction, operands: list[Value
     for k, d in enumerate(window_operand_dims):
         window_size[d] = update_shape[window_dims[k]]
     # XLA:CPU skips a whole window whose start is out of range, even if it overlaps.
-    fits = np.all((starts >= 0) & (starts + window_size <= np.array(operand_shape, np.int64)), axis=1)
+    # (start <= dim - size rather than start + size <= dim, which wraps for starts near 2^63.)
+    fits = np.all((starts >= 0) & (starts <= np.array(operand_shape, np.int64) - window_size), axis=1)
 
     # For every update element (row-major): its batch position and its operand index.
     coordinates = np.indices(update_shape).reshape(len(update_shape), math.prod(update_shape))

@@ -68,9 +68,9 @@ def emit_scatter_kernel(ctx: KernelContext) -> tuple[int, int]:
         inside = ir.Constant(I1, 1)
         target = []
         for d in range(op_shape.rank):
-            size = window_size.get(d, 1)
-            ok = b.and_(b.icmp_signed(">=", start[d], i64(0)),
-                        b.icmp_signed("<=", b.add(start[d], i64(size)), i64(op_shape.dimensions[d])))
+            # start <= dim - size, not start + size <= dim: the sum wraps for a start near 2^63.
+            last_start = op_shape.dimensions[d] - window_size.get(d, 1)
+            ok = b.and_(b.icmp_signed(">=", start[d], i64(0)), b.icmp_signed("<=", start[d], i64(last_start)))
             inside = b.and_(inside, ok)
             target.append(b.add(start[d], offset[d]) if d in offset else start[d])
         with if_then(b, inside, "scatter.inbounds"):

@@ -36,6 +36,7 @@ from xla_teach.backends.llvm.loops import for_range, if_then, stack_slot
 from xla_teach.hlo.types import PrimitiveType
 
 TILE = 16
+MAX_GRID_YZ = 65535  # CUDA's limit on gridDim.y and gridDim.z
 
 
 def emit_gpu_dot_kernel(ctx: KernelContext) -> LaunchDimensions:
@@ -45,6 +46,10 @@ def emit_gpu_dot_kernel(ctx: KernelContext) -> LaunchDimensions:
     etype = dot.shape.element_type
     if gemm is None or etype not in (PrimitiveType.F32, PrimitiveType.F64) or any(
             op.shape.element_type is not etype for op in dot.operands):
+        return emit_gpu_loop_kernel(ctx)
+    if dot.shape.element_count() == 0 or -(-gemm.m // TILE) > MAX_GRID_YZ or gemm.batch > MAX_GRID_YZ:
+        # An empty product would launch a zero-sized grid (a launch error); a huge one would exceed the
+        # grid limits. The loop kernel handles both (it emits nothing for an empty output).
         return emit_gpu_loop_kernel(ctx)
     b, kb = ctx.b, ctx.kb
     fty = compute_type(etype)

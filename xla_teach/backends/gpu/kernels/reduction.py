@@ -76,8 +76,17 @@ def emit_gpu_reduction_kernel(ctx: KernelContext) -> LaunchDimensions:
     elements, reduces, outputs_of = _elements(ctx)
     first = reduces[0]
     in_shape = first.operand(0).shape
+    out_shape = first.shape.tuple_shapes[0] if first.shape.is_tuple else first.shape
+    if out_shape.element_count() == 0:
+        # No output element (so a kept dimension is 0 and the input, side outputs included, is empty
+        # too): both strategies below would still run one block/thread on row 0 and touch memory.
+        return linear_launch(1)
+    for other in reduces[1:]:
+        # Both strategies index every reduction with the first one's loops (as the CPU emitter does).
+        if other.operand(0).shape.dimensions != in_shape.dimensions or set(other.dimensions) != set(first.dimensions):
+            raise NotImplementedError(f"{ctx.instr.name}: sibling reductions over different shapes")
     split = _split(in_shape, set(first.dimensions))
-    if split is None or any(set(r.dimensions) != set(first.dimensions) for r in reduces):
+    if split is None:
         return _per_output_thread(ctx, elements, reduces, outputs_of)
     return _row_reduction(ctx, elements, reduces, outputs_of, *split)
 
@@ -125,7 +134,7 @@ def _row_reduction(ctx: KernelContext, elements: list[HloInstruction], reduces: 
         row_len *= in_shape.dimensions[d]
     threads = min(MAX_THREADS, max(WARP_SIZE, -(-row_len // WARP_SIZE) * WARP_SIZE))
     warps = threads // WARP_SIZE
-    launch = LaunchDimensions((max(rows, 1), 1, 1), (threads, 1, 1), 0)
+    launch = LaunchDimensions((rows, 1, 1), (threads, 1, 1), 0)  # rows >= 1: empty outputs return early
     row, tid = kb.block_x(), kb.thread_x()
     kept_values = _unflatten(b, row, kept, in_shape) if kept else {}
     accs = _init_accumulators(ctx, reduces)
@@ -211,7 +220,7 @@ def _per_output_thread(ctx: KernelContext, elements: list[HloInstruction], reduc
     kept = [d for d in range(in_shape.rank) if d not in reduced]
     loop_dims = [d for d in reversed(in_shape.minor_to_major()) if d in reduced]
     out_shape = first.shape.tuple_shapes[0] if first.shape.is_tuple else first.shape
-    n = max(out_shape.element_count(), 1)
+    n = out_shape.element_count()  # >= 1: empty outputs return early
     launch = linear_launch(n)
     tid = kb.global_thread_id()
     with if_then(b, b.icmp_unsigned("<", tid, i64(n)), "in_bounds"):

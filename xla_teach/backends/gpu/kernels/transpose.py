@@ -58,7 +58,8 @@ def is_tiled_transpose(instr: HloInstruction) -> bool:
     if a == b or dims[a] < MIN_EXTENT or dims[b] < MIN_EXTENT:
         return False
     rest = math.prod(d for i, d in enumerate(dims) if i not in (a, b))
-    return rest <= MAX_GRID_Z
+    # rest == 0 (an empty output) would launch a zero-sized grid; tiles along b fill gridDim.y.
+    return 1 <= rest <= MAX_GRID_Z and -(-dims[b] // TILE) <= MAX_GRID_Z
 
 
 def emit_gpu_transpose_kernel(ctx: KernelContext) -> LaunchDimensions:
