@@ -31,6 +31,7 @@ import numpy as np
 import xla_teach as xt
 import xla_teach.nn as nn
 import xla_teach.numpy as xnp
+from xla_teach.backends.gpu.runtime import GpuUnavailableError
 from xla_teach.backends.registry import BACKENDS
 from xla_teach.frontend import optimizers
 from xla_teach.frontend.pytree import tree_flatten, tree_unflatten
@@ -246,6 +247,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.timeline is not None and args.timeline.exists() and not args.overwrite:
         parser.error(f"{args.timeline} already exists; pass --overwrite to replace it")
+    if args.timeline is not None and not args.timeline.absolute().parent.is_dir():
+        parser.error(f"--timeline {args.timeline}: the folder {args.timeline.parent} does not exist")
     return args
 
 
@@ -263,7 +266,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{model}, {config.optimizer}, {len(data.x_train)} training / {len(data.x_test)} test digits, "
           f"batch {config.batch_size}, backend {config.backend}")
     timeline = Timeline(track=f"train_step ({config.backend})") if args.timeline is not None else None
-    result = train(config, data, timeline)
+    try:
+        result = train(config, data, timeline)
+    except GpuUnavailableError as error:  # --backend gpu on a machine without one: say so, no traceback
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     info = result.step.cache_info()
     correct = int(np.sum(result.predictions == data.y_test))
     print(f"test accuracy: {result.test_accuracy:.4f} ({correct}/{len(data.y_test)})")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,8 +26,11 @@ from xla_teach.hlo.ir import HloModule
 
 
 def _debug_level(values: dict[str, Any]) -> int:
-    env = os.environ.get("XLA_TEACH_DEBUG", "")
-    return max(int(values["xla_teach_debug"]), int(env) if env.isdigit() else 0)
+    env = os.environ.get("XLA_TEACH_DEBUG", "").strip()
+    if env and not env.isdigit():
+        raise flags.FlagError(f"XLA_TEACH_DEBUG takes a level 0..5 (1 passes, 2 timings, 3 HLO after each pass, "
+                              f"4 LLVM IR / PTX, 5 assembly), not '{env}'")
+    return max(int(values["xla_teach_debug"]), int(env) if env else 0)
 
 
 def compile_module(module: HloModule | str, backend: str = DEFAULT_BACKEND,
@@ -36,6 +40,9 @@ def compile_module(module: HloModule | str, backend: str = DEFAULT_BACKEND,
         from xla_teach.hlo.parser import parse_hlo
 
         module = parse_hlo(module)
+    if not isinstance(module, HloModule):
+        raise ValueError(f"compile_module needs an HloModule or HLO text, got {type(module).__name__} "
+                        "(to compile a Python function use xla_teach.jit)")
     values = flags.current()
     options = options or CompileOptions.from_flags(values)
     compiler = compiler_for(backend, options)
@@ -48,6 +55,7 @@ def compile_module(module: HloModule | str, backend: str = DEFAULT_BACKEND,
         dumper.before_optimizations(module)
         options.pass_options.listeners.append(dumper.on_pass)
     optimized = compiler.run_hlo_passes(module)
+    warn_unmatched_disabled_passes(options, compiler.recorder, backend)
     executable = compiler.run_backend(optimized)
     executable.recorder = compiler.recorder
     executable.compile_timings = dict(compiler.timings)
@@ -57,6 +65,17 @@ def compile_module(module: HloModule | str, backend: str = DEFAULT_BACKEND,
         executable.dumper = dumper
     _debug_print(_debug_level(values), executable)
     return executable
+
+
+def warn_unmatched_disabled_passes(options: CompileOptions, recorder: Any, backend: str) -> None:
+    """XLA ignores a misspelled ``--xla_disable_hlo_passes`` name silently, so a student who
+    writes ``fusoin`` wonders why fusion still ran. Say so (a warning: XLA accepts it)."""
+    ran = {record.pass_name for record in getattr(recorder, "records", [])}
+    unmatched = sorted(options.pass_options.disabled_passes - ran)
+    if ran and unmatched:
+        names = ", ".join(repr(name) for name in unmatched)
+        warnings.warn(f"--xla_disable_hlo_passes: no pass named {names} ran in the {backend} pipeline, so it "
+                      f"disabled nothing (passes that ran: {', '.join(sorted(ran))})", UserWarning, stacklevel=3)
 
 
 def execute(module: HloModule | str, args: Sequence[Any], backend: str = "interpreter") -> list[np.ndarray]:

@@ -31,9 +31,12 @@ build command links ``-lm``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,7 +142,38 @@ def _target_machine(target_cpu: str) -> llvm.TargetMachine:
         cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
     else:
         cpu, features = target_cpu, ""
-    return target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic", codemodel="small")
+    # LLVM only prints "'x' is not a recognized processor" on stderr for an unknown CPU name, then
+    # aborts the whole process later, while emitting code. Catch the message and stop cleanly.
+    with _captured_stderr() as captured:
+        machine = target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic", codemodel="small")
+    if "not a recognized processor" in captured.text():
+        raise AotError(f"--target_cpu={target_cpu!r} is not a CPU LLVM knows for {target.triple} (use '' for a "
+                       f"generic CPU, 'native' for this machine's ({llvm.get_host_cpu_name()}), or an LLVM name "
+                       "such as 'x86-64-v3' or 'skylake')")
+    return machine
+
+
+class _StderrCapture:
+    """What LLVM (C++, so file descriptor 2, not ``sys.stderr``) printed while captured."""
+
+    def __init__(self) -> None:
+        self.file = tempfile.TemporaryFile()
+
+    def text(self) -> str:
+        self.file.seek(0)
+        return self.file.read().decode(errors="replace")
+
+
+@contextlib.contextmanager
+def _captured_stderr() -> Iterator[_StderrCapture]:
+    capture = _StderrCapture()
+    saved = os.dup(2)
+    try:
+        os.dup2(capture.file.fileno(), 2)
+        yield capture
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 _TEMP_ENTRY = "__xla_teach_aot_entry"
@@ -178,6 +212,8 @@ def compile_aot(source: HloModule | str | Path | Callable[..., Any], out_dir: st
     if not re.fullmatch(r"[A-Za-z_]\w*", entry):
         raise AotError(f"entry point {entry!r} is not a C identifier")
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise AotError(f"--out_dir={out} is a file, not a folder")
     paths = [out / f"{entry}.o", out / f"{entry}.h"] + ([out / f"{entry}_main.c"] if emit_main else [])
     existing = [str(p) for p in paths if p.exists()]
     if existing and not overwrite:

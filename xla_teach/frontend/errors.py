@@ -15,13 +15,17 @@ import os
 import sys
 from dataclasses import dataclass
 
+import numpy as np
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
+# NumPy's own files: ``np.reshape(x, s)`` on a tracer passes through them before reaching xla_teach.
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
 
 
 def _is_internal(filename: str) -> bool:
-    """xla_teach's own files and the standard library (contextlib, functools...)."""
-    if filename.startswith(_PACKAGE_DIR + os.sep):
+    """xla_teach's own files, NumPy's, and the standard library (contextlib, functools...)."""
+    if filename.startswith((_PACKAGE_DIR + os.sep, _NUMPY_DIR + os.sep)):
         return True
     return filename.startswith(_STDLIB_DIR + os.sep) and "site-packages" not in filename
 

@@ -130,11 +130,13 @@ class JitFunction:
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         statics = (tuple((i, args[i]) for i in sorted(static_pos)),
                    tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames)))
-        try:
-            hash(statics)
-        except TypeError:
-            raise ValueError(f"jit({self.name}): static arguments must be hashable (they are part of the cache "
-                             f"key), got {statics!r:.200}") from None
+        for where, value in [(f"argument {i}", v) for i, v in statics[0]] + [(repr(k), v) for k, v in statics[1]]:
+            try:
+                hash(value)
+            except TypeError:
+                hint = " (use a tuple)" if isinstance(value, list) else ""
+                raise ValueError(f"jit({self.name}): static {where} must be hashable (static arguments are part "
+                                 f"of the cache key), got a {type(value).__name__}{hint}: {value!r:.200}") from None
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         dyn = [(i, leaf) for i, leaf in enumerate(leaves) if leaf is not _STATIC]
         avals = tuple(_aval_of(leaf, f"argument leaf {i}") for i, leaf in dyn)

@@ -128,11 +128,13 @@ def promote(*xs: ArrayLike) -> list[Tracer]:
     return out
 
 
-def broadcast_shapes(*shapes: Shape) -> tuple[int, ...]:
+def broadcast_shapes(*shapes: Shape, op: str = "") -> tuple[int, ...]:
+    """NumPy's broadcast result shape; ``op`` names the operation in the error."""
     try:
         return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
     except ValueError:
-        raise ValueError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together "
+        listed = " and ".join(str(tuple(s)) for s in shapes)
+        raise ValueError(f"{op + ': ' if op else ''}shapes {listed} cannot be broadcast together "
                          "(NumPy's rule: align trailing dimensions; each pair must be equal or 1)") from None
 
 
@@ -156,8 +158,8 @@ def broadcast_to(x: ArrayLike, shape: Shape) -> Tracer:
     return out
 
 
-def broadcast_arrays(*xs: Tracer) -> list[Tracer]:
-    shape = broadcast_shapes(*[x.shape for x in xs])
+def broadcast_arrays(*xs: Tracer, op: str = "") -> list[Tracer]:
+    shape = broadcast_shapes(*[x.shape for x in xs], op=op)
     return [broadcast_to(x, shape) for x in xs]
 
 
@@ -174,7 +176,7 @@ def astype(x: ArrayLike, dtype: Any) -> Tracer:
 
 # ---- elementwise -----------------------------------------------------------------------------
 def _nary(prim: str, *xs: ArrayLike) -> Tracer:
-    ts = broadcast_arrays(*promote(*xs))
+    ts = broadcast_arrays(*promote(*xs), op=prim)
     out = bind(P.PRIMITIVES[prim], *ts)
     out.weak_type = all(t.weak_type for t in ts)
     return out
@@ -415,7 +417,7 @@ def arccos(x: ArrayLike) -> Tracer:
 # ---- comparisons and logic ---------------------------------------------------------------------
 def _compare(direction: str, name: str) -> Callable[[ArrayLike, ArrayLike], Tracer]:
     def fn(x: ArrayLike, y: ArrayLike) -> Tracer:
-        ts = broadcast_arrays(*promote(x, y))
+        ts = broadcast_arrays(*promote(x, y), op=name)
         return bind(P.compare_p, *ts, direction=direction)
     fn.__name__ = name
     return api(fn)
@@ -514,7 +516,7 @@ def where(condition: ArrayLike, x: ArrayLike = None, y: ArrayLike = None) -> Tra
 def _where3(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tracer:
     c = _as_bool(condition)
     x, y = promote(x, y)
-    c, x, y = broadcast_arrays(c, x, y)
+    c, x, y = broadcast_arrays(c, x, y, op="where")
     out = bind(P.select_p, c, x, y)
     out.weak_type = x.weak_type and y.weak_type
     return out

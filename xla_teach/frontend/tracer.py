@@ -342,6 +342,21 @@ class Tracer:
                                        f"use xla_teach.numpy.{ufunc.__name__} (xnp) inside jitted code")
         return fn(*inputs)
 
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """``np.sum(x)``, ``np.reshape(x, s)``, ``np.concatenate([x, y])`` on a tracer (NumPy's
+        NEP 18 hook): use the ``xnp`` function of the same name. Without this hook NumPy would
+        call ``x.sum(axis=None, dtype=None, out=None)`` or ``np.asarray(x)`` and fail deep inside
+        NumPy. A function ``xnp`` does not have runs NumPy's own code (``np.shape(x)`` works)."""
+        fn = getattr(_np(), func.__name__, None)
+        if fn is None or not callable(fn):
+            return func._implementation(*args, **kwargs)
+        if kwargs.get("out") is not None:
+            raise CompilationError(f"numpy.{func.__name__}(..., out=...) on a traced array",
+                                   "arrays are immutable values in XLA programs",
+                                   f"use the result: y = xla_teach.numpy.{func.__name__}(...)")
+        kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+        return fn(*args, **kwargs)
+
     def tolist(self) -> Any:
         raise concretization_error("tolist() of a traced array", "converting to Python values",
                                    "return the array from the jitted function and convert the result")

@@ -266,16 +266,25 @@ def bisect_compilation(module: HloModule, args: list[Any], platform: str = "cpu"
     return report
 
 
-def write_reproducer(directory: str | Path, shrunk: ShrinkResult, platform: str, note: str = "") -> list[Path]:
-    """Write ``reproducer.hlo`` and ``reproducer.snapshot.npz`` into ``directory`` (never overwriting)."""
-    from xla_teach.tools.snapshot import save_snapshot
-
+def check_reproducer_directory(directory: str | Path) -> tuple[Path, Path]:
+    """The two reproducer paths in ``directory``; a ``ToolError`` if they cannot be written
+    without replacing something. The CLI checks this before bisecting, not after minutes of it."""
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    if directory.exists() and not directory.is_dir():
+        raise ToolError(f"--dump_path={directory} is a file, not a folder")
     hlo, snap = directory / "reproducer.hlo", directory / "reproducer.snapshot.npz"
     for path in (hlo, snap):
         if path.exists():
             raise ToolError(f"{path} already exists; refusing to overwrite it (choose another --dump_path)")
+    return hlo, snap
+
+
+def write_reproducer(directory: str | Path, shrunk: ShrinkResult, platform: str, note: str = "") -> list[Path]:
+    """Write ``reproducer.hlo`` and ``reproducer.snapshot.npz`` into ``directory`` (never overwriting)."""
+    from xla_teach.tools.snapshot import save_snapshot
+
+    hlo, snap = check_reproducer_directory(directory)
+    Path(directory).mkdir(parents=True, exist_ok=True)
     expected = reference_outputs(shrunk.module, shrunk.args)
     hlo.write_text(shrunk.module.to_text())
     save_snapshot(snap, shrunk.module, shrunk.args, [np.asarray(e) for e in expected], backend="interpreter",

@@ -229,9 +229,11 @@ def _configure_bisect(p: argparse.ArgumentParser) -> None:
 
 
 def _run_bisect(a: argparse.Namespace) -> int:
-    from xla_teach.tools.bisect import bisect_compilation, write_reproducer
+    from xla_teach.tools.bisect import bisect_compilation, check_reproducer_directory, write_reproducer
     from xla_teach.tools.tool_support import arguments_for, load_hlo_input, normalize_platform
 
+    if a.dump_path:
+        check_reproducer_directory(a.dump_path)
     loaded = load_hlo_input(a.file)
     platform = normalize_platform(a.platform)
     run_args = arguments_for(loaded, a.use_fake_data or loaded.arguments is None, a.input_literals_file, a.seed)

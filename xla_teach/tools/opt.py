@@ -91,6 +91,7 @@ def normalize_stage(stage: str) -> str:
 
 def run_opt(module: HloModule, platform: str = "cpu", passes: list[str] | None = None, stage: str = "hlo") -> str:
     """Run the passes (named ones, or the platform's pipeline) and return ``stage``'s text."""
+    from xla_teach.api import warn_unmatched_disabled_passes
     from xla_teach.backends.options import CompileOptions
     from xla_teach.backends.registry import compiler_for
 
@@ -105,6 +106,7 @@ def run_opt(module: HloModule, platform: str = "cpu", passes: list[str] | None =
         else:
             compiler = compiler_for(platform, CompileOptions.from_flags())
             optimized = compiler.run_hlo_passes(module)
+        warn_unmatched_disabled_passes(compiler.options, compiler.recorder, platform)
         if stage == "pass-summary":
             return compiler.recorder.table() or "(no passes ran)"
         return optimized.to_text()

@@ -377,7 +377,8 @@ def render_to_file(obj: HloModule | HloComputation | str, path: str | Path, fmt:
     if fmt not in FORMATS:
         raise RenderError(f"unknown graph format '{fmt}' for {path}: use one of {', '.join(FORMATS)}")
     if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} already exists; not overwriting it (pass overwrite=True to replace it)")
+        raise FileExistsError(f"{path} already exists; not overwriting it (choose another name, e.g. with -o; "
+                              "from Python, overwrite=True replaces it)")
     dot_text = hlo_to_dot(obj, **options)  # type: ignore[arg-type]
     if fmt == "dot":
         path.write_text(dot_text)
