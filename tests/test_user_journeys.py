@@ -175,3 +175,22 @@ def test_render_refuses_to_replace_a_drawing_and_says_how_from_the_command_line(
     assert main(["render", str(hlo), "-o", str(svg)]) == 2
     assert "-o" in capsys.readouterr().err  # the CLI has no overwrite=True: point at -o instead
     assert svg.read_text() == "mine"
+
+
+def test_backend_names_accept_xla_platform_spellings() -> None:
+    import numpy as np
+
+    import xla_teach as xt
+
+    text = "HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT n = f32[2] negate(x)\n}\n"
+    for name in ("Host", "cpu", "Interpreter", "reference"):
+        np.testing.assert_array_equal(xt.execute(text, [np.ones(2, np.float32)], backend=name)[0], [-1.0, -1.0])
+
+
+def test_run_hlo_module_refuses_negative_error_bounds(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from xla_teach.tools.cli import main
+
+    f = tmp_path / "m.txt"
+    f.write_text("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT n = f32[2] negate(x)\n}\n")
+    assert main(["run-hlo-module", str(f), "--abs_error_bound=-1"]) == 2
+    assert "--abs_error_bound must be >= 0" in capsys.readouterr().err

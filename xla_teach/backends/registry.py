@@ -13,7 +13,13 @@ BACKENDS = ("interpreter", "cpu", "gpu")
 DEFAULT_BACKEND = "cpu"
 
 
+# XLA's platform names (as run_hlo_module spells them) mean the same backends.
+ALIASES = {"host": "cpu", "cuda": "gpu", "nvptx": "gpu", "reference": "interpreter"}
+
+
 def compiler_for(backend: str, options: Any = None) -> Any:
+    backend = backend.strip().lower() if isinstance(backend, str) else backend
+    backend = ALIASES.get(backend, backend)
     if backend == "interpreter":
         from xla_teach.backends.interpreter import InterpreterCompiler
 

@@ -157,7 +157,7 @@ def _configure_run_hlo_module(p: argparse.ArgumentParser) -> None:
 
 def _run_run_hlo_module(a: argparse.Namespace) -> int:
     from xla_teach.tools.run_hlo_module import print_report, run_hlo_module
-    from xla_teach.tools.tool_support import load_hlo_input, normalize_platform
+    from xla_teach.tools.tool_support import ToolError, load_hlo_input, normalize_platform
 
     loaded = load_hlo_input(a.file, a.input_format)
     fixed_args = None
@@ -165,6 +165,9 @@ def _run_run_hlo_module(a: argparse.Namespace) -> int:
         from xla_teach.tools.tool_support import arguments_for
 
         fixed_args = arguments_for(loaded, a.use_fake_data, a.input_literals_file, a.seed)
+    for option in ("abs_error_bound", "rel_error_bound"):
+        if getattr(a, option) < 0:
+            raise ToolError(f"--{option} must be >= 0, got {getattr(a, option)}")
     platform = normalize_platform(a.platform)
     reference = "" if a.reference_platform.lower() in ("", "none") else normalize_platform(a.reference_platform)
     factory = pipeline_factory(a, platform)

@@ -124,6 +124,9 @@ class CudaContext:
         self.context = check(d.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
         self.make_current()
         self.stream = check(d.cuStreamCreate(0), "cuStreamCreate")
+        # Sort and scatter run their CPU emitters on one GPU thread, which mallocs scratch space
+        # from the device heap (8 MiB by default): give it room for large arrays.
+        check(d.cuCtxSetLimit(d.CUlimit.CU_LIMIT_MALLOC_HEAP_SIZE, 1 << 30), "cuCtxSetLimit")
         attr = d.CUdevice_attribute
         major = check(d.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self.device), "attr")
         minor = check(d.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self.device), "attr")
