@@ -54,7 +54,7 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     _f("xla_dump_hlo_as_long_text", bool, True, "Text dumps use the long form (% names, signatures)."),
     _f("xla_dump_hlo_as_dot", bool, False, "Dump the HLO graph as Graphviz source (.dot)."),
     _f("xla_dump_hlo_as_html", bool, False, "Dump a self-contained HTML page with the graph rendered as SVG."),
-    _f("xla_dump_hlo_as_svg", bool, False, "xla_teach: also dump the graph as .svg (needs Graphviz's dot)."),
+    _f("xla_teach_dump_hlo_as_svg", bool, False, "xla_teach: also dump the graph as .svg (needs Graphviz's dot)."),
     _f("xla_dump_hlo_pass_re", str, "", "Also dump the module between passes whose name matches this regular "
        "expression; '.*' dumps after every pass that changed the module."),
     _f("xla_dump_hlo_pipeline_re", str, "", "Restrict per-pass dumps to pipelines whose name matches."),

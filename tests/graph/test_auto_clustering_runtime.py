@@ -87,7 +87,7 @@ def test_xla_dumps_hold_one_module_per_cluster(tmp_path: Path) -> None:
     with flags.override(xla_dump_to=str(tmp_path)):
         sess.run("d", {"x": np.ones((4, 3), np.float32)})
     before = sorted(p.name for p in tmp_path.glob("*before_optimizations.txt"))
-    tail = "__XlaCompiledKernel_true__XlaNumConstantArgs_0__XlaNumResourceArgs_0_.before_optimizations.txt"
+    tail = "__XlaCompiledKernel_true__XlaHasReferenceVars_false__XlaNumConstantArgs_0__XlaNumResourceArgs_0_.before_optimizations.txt"
     assert before == [f"module_0000.cluster_0{tail}", f"module_0001.cluster_1{tail}"]
     text = (tmp_path / before[0]).read_text()
     assert text.startswith("HloModule cluster_0__XlaCompiledKernel_true")

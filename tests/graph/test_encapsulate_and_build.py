@@ -9,7 +9,7 @@ from xla_teach.graph.executor import GraphExecutor
 
 from .graph_test_utils import mixed_graph
 
-CALL = "_XlaCompiledKernel=True, _XlaNumConstantArgs=0, _XlaNumResourceArgs=0"
+CALL = "_XlaCompiledKernel=True, _XlaHasReferenceVars=False, _XlaNumConstantArgs=0, _XlaNumResourceArgs=0"
 FUNCTIONS = f"""
 function cluster_0[{CALL}] {{
   x_0_arg = _Arg[T=float32, index=0]()

@@ -51,3 +51,28 @@ def test_pass_record_recorder_and_executable_html():
     interp = compile_module(seed_hlo(), "interpreter")
     display.install()
     assert "<code>interpreter</code>" in interp._repr_html_()
+
+
+@needs_dot
+def test_lowered_and_compiled_from_jit_show_in_jupyter():
+    import numpy as np
+
+    import xla_teach.numpy as xnp
+
+    @xla_teach.jit
+    def seed(x, y, z):
+        return xnp.sum(x + y * z)
+
+    x = np.ones(8, np.float32)
+    lowered = seed.lower(x, x, x)
+    html = lowered._repr_html_()
+    assert "jit_seed" in html and "before optimizations" in html and "<svg" in html and "multiply" in html
+    compiled_html = lowered.compile()._repr_html_()
+    assert "<code>cpu</code>" in compiled_html and "fusion" in compiled_html and "LLVM IR" in compiled_html
+
+
+def test_gpu_executable_shows_its_ptx_without_a_gpu():
+    exe = compile_module(seed_hlo(), "gpu")  # compiling needs no GPU
+    display.install()
+    html = exe._repr_html_()
+    assert "<code>gpu</code>" in html and "PTX" in html and ".entry" in html

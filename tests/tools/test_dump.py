@@ -112,7 +112,7 @@ def test_no_pass_re_means_no_per_pass_files_and_text_is_default(tmp_path):
 def test_svg_format(tmp_path):
     if not _have_dot():
         pytest.skip("Graphviz dot not installed")
-    dump(tmp_path, xla_dump_hlo_as_svg=True)
+    dump(tmp_path, xla_teach_dump_hlo_as_svg=True)
     svg = (tmp_path / "module_0000.jit_f.cpu_after_optimizations.svg").read_text()
     assert "<svg" in svg and "Fused expression for" in svg
     assert not (tmp_path / "module_0000.jit_f.cpu_after_optimizations.txt").exists()

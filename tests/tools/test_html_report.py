@@ -116,7 +116,7 @@ def test_report_and_svgs_in_a_headless_browser(seed_exe, tmp_path):
     assert len(re.findall(r'<g id="s\d+_node\d+" class="node"', dom)) >= 10
     assert len(re.findall(r'class="cluster"', dom)) >= 1
 
-    with flags.override(xla_dump_to=str(tmp_path / "dump"), xla_dump_hlo_as_svg=True):
+    with flags.override(xla_dump_to=str(tmp_path / "dump"), xla_teach_dump_hlo_as_svg=True):
         compile_module(seed_hlo(), "cpu")
     blank = tmp_path / "blank.html"
     blank.write_text("<html><body></body></html>")

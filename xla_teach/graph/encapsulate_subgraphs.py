@@ -11,7 +11,8 @@ Before (after MarkForCompilation)::
 After::
 
     x = Placeholder()
-    cluster_0 = cluster_0[_XlaCompiledKernel=True, _XlaNumConstantArgs=0, _XlaNumResourceArgs=0](x)
+    cluster_0 = cluster_0[_XlaCompiledKernel=True, _XlaHasReferenceVars=False, _XlaNumConstantArgs=0,
+                          _XlaNumResourceArgs=0](x)
     p = PyFunc(cluster_0)
 
     function cluster_0 {
@@ -37,7 +38,10 @@ from collections.abc import Iterable
 from xla_teach.graph.graph import Graph, GraphFunction, Node, Tensor
 from xla_teach.graph.mark_for_compilation import CLUSTER_ATTR
 
-CALL_ATTRS = {"_XlaCompiledKernel": True, "_XlaNumConstantArgs": 0, "_XlaNumResourceArgs": 0}
+# TensorFlow's attributes on the call; ``_XlaHasReferenceVars`` says whether the cluster reads TF1 reference
+# variables (xla_teach graphs have none).
+CALL_ATTRS = {"_XlaCompiledKernel": True, "_XlaHasReferenceVars": False, "_XlaNumConstantArgs": 0,
+              "_XlaNumResourceArgs": 0}
 
 
 class EncapsulateSubgraphs:

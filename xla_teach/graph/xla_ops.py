@@ -6,7 +6,7 @@
 instructions carry ``op_name`` metadata ``jit(cluster_0)/<node name>/...``, so the
 HLO can be traced back to the graph. The module is named as TensorFlow names it::
 
-    cluster_0__XlaCompiledKernel_true__XlaNumConstantArgs_0__XlaNumResourceArgs_0_
+    cluster_0__XlaCompiledKernel_true__XlaHasReferenceVars_false__XlaNumConstantArgs_0__XlaNumResourceArgs_0_
 
 and compiled by :func:`xla_teach.api.compile_module` -- the normal pipeline, so
 ``XLA_FLAGS=--xla_dump_to=...`` writes one set of dump files per cluster.

@@ -12,6 +12,8 @@ object                       shown as
 ``PassRecord``               the pass's counts, notes, before/after graphs and diff
 ``PassRecorder``             the full step-through pass report
 an executable                backend, timings, passes, the optimized graph, the code
+``Lowered`` (``jit.lower``)  the traced module's graph (SVG) and its HLO text
+``Compiled``                 as an executable (its summary)
 ===========================  ==========================================================
 
 The methods are attached here rather than written in ``ir.py`` so the IR does not
@@ -32,6 +34,7 @@ from xla_teach.passes.pass_base import PassRecord, PassRecorder
 EXECUTABLE_CLASSES = (
     ("xla_teach.runtime.executable", "Executable"),
     ("xla_teach.backends.interpreter", "InterpreterExecutable"),
+    ("xla_teach.backends.gpu.compiler", "GpuCompiledExecutable"),
     ("xla_teach.backends.gpu.executable", "GpuExecutable"),
 )
 DISPLAY_MAX_NODES = 150
@@ -111,6 +114,22 @@ def executable_html(exe: Any) -> str:
     return "\n".join(parts)
 
 
+def lowered_repr_html(self: Any) -> str:
+    """``jit(f).lower(...)``: the traced module before any pass, as a graph and as text."""
+    from html import escape
+
+    module = self.module
+    svg = _svg_or_none(module) or ""
+    return (f"<div><h3>{escape(module.name)} lowered for <code>{escape(str(self.backend))}</code> "
+            f"(before optimizations)</h3>{svg}<details><summary>HLO</summary>"
+            f"<pre>{escape(module.to_text())}</pre></details></div>")
+
+
+def compiled_repr_html(self: Any) -> str:
+    """``jit(f).lower(...).compile()``: the summary of the executable it wraps."""
+    return executable_html(self.executable)
+
+
 def _patch_executables() -> None:
     for module_name, class_name in EXECUTABLE_CLASSES:
         mod = sys.modules.get(module_name)
@@ -137,5 +156,9 @@ def install() -> None:
     HloComputation._repr_svg_ = computation_repr_svg  # type: ignore[attr-defined]
     PassRecord._repr_html_ = record_repr_html  # type: ignore[attr-defined]
     PassRecorder._repr_html_ = recorder_repr_html  # type: ignore[attr-defined]
+    from xla_teach.frontend.stages import Compiled, Lowered
+
+    Lowered._repr_html_ = lowered_repr_html  # type: ignore[attr-defined]
+    Compiled._repr_html_ = compiled_repr_html  # type: ignore[attr-defined]
     _patch_executables()
     _register_with_ipython()

@@ -64,7 +64,7 @@ class DumpFormats:
     @staticmethod
     def from_flags(values: dict[str, Any]) -> DumpFormats:
         text, dot, html = (bool(values.get(f"xla_dump_hlo_as_{f}")) for f in ("text", "dot", "html"))
-        svg = bool(values.get("xla_dump_hlo_as_svg"))
+        svg = bool(values.get("xla_teach_dump_hlo_as_svg"))
         if not (text or dot or html or svg):
             text = True  # XLA: with --xla_dump_to and no format flag, text is dumped
         return DumpFormats(text, dot, html, svg)
