@@ -44,13 +44,16 @@ def paired_medians(a: Callable[[], object], b: Callable[[], object], runs: int =
 
 
 def block_medians(a: Callable[[], object], b: Callable[[], object], runs: int = 21) -> tuple[float, float]:
-    """Median times of ``a`` and ``b`` measured in blocks (a..., b..., a...): for comparisons with
-    another runtime whose worker threads keep spinning after each call (XLA's), which would
-    otherwise slow the interleaved call of the other side."""
-    ta = [median_seconds(a, runs=runs // 2 + 1), 0.0]
-    tb = median_seconds(b, runs=runs)
-    ta[1] = median_seconds(a, runs=runs // 2 + 1)
-    return min(ta), tb
+    """Median times of ``a`` and ``b`` measured in blocks (a..., b..., a..., b...): for comparisons
+    with another runtime whose worker threads keep spinning after each call (XLA's), which would
+    otherwise slow the interleaved call of the other side. Each side gets two blocks and keeps its
+    better median, so neither is favoured by when a disturbance happened."""
+    half = runs // 2 + 1
+    ta, tb = [], []
+    for _ in range(2):
+        ta.append(median_seconds(a, runs=half))
+        tb.append(median_seconds(b, runs=half))
+    return min(ta), min(tb)
 
 
 def copy_bandwidth(nbytes: int) -> float:

@@ -126,3 +126,21 @@ def test_row_fusion_on_odd_shapes_f16_and_edge_values() -> None:
 
     want = HloEvaluator().evaluate_module(parse_hlo(SOFTMAX), [x])
     assert_same(exe.execute([x]), want)
+
+
+def test_values_reread_after_their_reduction_come_from_the_row_cache() -> None:
+    """softmax's e = exp(x - max) is summed and then divided: it is computed once per element,
+    stored into a per-row stack array while its reduction runs and loaded again for the output.
+    Layer norm's reduced values (x itself, (x - mean)^2) are not reread, so nothing is cached."""
+    from xla_teach.backends.cpu.kernels.row_fusion import cached_row_values
+
+    for text, cached in ((SOFTMAX, ["e"]), (LAYER_NORM, [])):
+        exe = compile_module(text, "cpu")
+        fusion = exe.module.entry.root
+        assert is_row_fusion(fusion)
+        reduces = [i for i in fusion.fused_computation.post_order() if i.opcode == "reduce"]
+        names = [v.name.split(".")[0] for v in cached_row_values(reduces, 100)]
+        assert names == cached, names
+        assert ("row_cache." in exe.artifacts.llvm_ir) == bool(cached)
+        got, want = run_both(text, None, "cpu")
+        assert_same(got, want)

@@ -6,6 +6,11 @@ computation, one row at a time, so the row is read from memory once and then fro
         acc_r = init_r
         for j in row:  acc_r = reducer(acc_r, operand_r(k, j))   # may use earlier acc's
       for j in row:    out(k, j) = root(k, j)                    # uses every acc
+
+A value that a reduction reads and the rest of the row reads again -- softmax's
+``e = exp(x - max)``, summed and then divided -- is computed once: while its reduction walks
+the row, each element is also stored into a small per-row scratch array on the stack (the
+*row cache*), and later uses load it from there instead of computing ``exp`` a second time.
 """
 
 from __future__ import annotations
@@ -17,7 +22,26 @@ from xla_teach.backends.llvm.elemental_windows import loop_nest
 from xla_teach.backends.llvm.ir_array import IrIndex
 from xla_teach.backends.llvm.loops import for_each_index, stack_slot
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
+from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.shape import Shape
+
+ROW_CACHE_MAX_BYTES = 64 * 1024  # per cached value and thread: small enough for the stack and L2
+_CHEAP_OPCODES = frozenset({"parameter", "constant", "broadcast", "iota", "reshape", "bitcast", "copy"})
+
+
+def cached_row_values(reduces: list[HloInstruction], row_elements: int) -> list[HloInstruction]:
+    """The reductions' operands worth keeping per row: computed (not a plain parameter or
+    broadcast), read again after their reduction, and small enough for a stack array."""
+    chosen = []
+    for r in reduces:
+        value = r.operand(0)
+        reused = any(user is not r for user in value.users)
+        if value.opcode in _CHEAP_OPCODES or not reused or value in chosen:
+            continue
+        if row_elements * value.shape.element_type.byte_size > ROW_CACHE_MAX_BYTES:
+            continue
+        chosen.append(value)
+    return chosen
 
 
 def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
@@ -32,6 +56,28 @@ def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
     em = ctx.emitter(reassociate=True)
     b = ctx.b
     out = ctx.output_arrays[0]
+
+    row_sizes = [shape.dimensions[d] for d in row_order]
+    row_elements = 1
+    for size in row_sizes:
+        row_elements *= size
+    cached = cached_row_values(reduces, row_elements)
+    scratch: dict[int, ir.AllocaInstr] = {}
+    filled: set[int] = set()  # cached values whose row is in scratch (later uses load it)
+
+    def row_offset(row_values: list[ir.Value]) -> ir.Value:
+        """The position of one element within its row (row-major over the row dimensions)."""
+        offset: ir.Value = ir.Constant(ir.IntType(64), 0)
+        for size, v in zip(row_sizes, row_values, strict=True):
+            offset = b.add(b.mul(offset, ir.Constant(ir.IntType(64), size)), v)
+        return offset
+
+    def scratch_slot(value: HloInstruction, element: ir.Value, row_values: list[ir.Value]) -> ir.Value:
+        if value.unique_id not in scratch:
+            array = ir.ArrayType(element.type, row_elements)
+            scratch[value.unique_id] = stack_slot(b, array, f"row_cache.{value.name}")
+        zero = ir.Constant(ir.IntType(64), 0)
+        return b.gep(scratch[value.unique_id], [zero, row_offset(row_values)], inbounds=True)
 
     def full_index(kept_index: IrIndex, row_values: list[ir.Value]) -> IrIndex:
         dims: list[ir.Value] = [None] * shape.rank  # type: ignore[list-item]
@@ -49,17 +95,30 @@ def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
 
             def accumulate(values: list[ir.Value], r=r, slot=slot) -> None:  # type: ignore[no-untyped-def]
                 value = em.value_at(r.operand(0), full_index(kept_index, values))
+                if r.operand(0) in cached and r.operand(0).unique_id not in filled:
+                    b.store(value, scratch_slot(r.operand(0), value, values))
                 new = emit_scalar_computation(b, r.to_apply, [b.load(slot), value], reassociate=True)
                 b.store(new[0], slot)
 
-            loop_nest(b, [shape.dimensions[d] for d in row_order], f"{r.name}.row", accumulate)
+            loop_nest(b, row_sizes, f"{r.name}.row", accumulate)
             em.set_generator(r, lambda index, slot=slot: b.load(slot))
+            if r.operand(0) in cached and r.operand(0).unique_id not in filled:
+                cache = r.operand(0)
+                filled.add(cache.unique_id)
+
+                def from_cache(index: IrIndex, cache=cache) -> ir.Value:  # type: ignore[no-untyped-def]
+                    row_values = [index.dims[d] for d in row_order]
+                    zero = ir.Constant(ir.IntType(64), 0)
+                    pointer = b.gep(scratch[cache.unique_id], [zero, row_offset(row_values)], inbounds=True)
+                    return b.load(pointer)
+
+                em.set_generator(cache, from_cache)
 
         def write(values: list[ir.Value]) -> None:
             index = full_index(kept_index, values)
             out.store(b, em.value_at(root, index), IrIndex(index.dims, out.shape))
 
-        loop_nest(b, [shape.dimensions[d] for d in row_order], "out.row", write)
+        loop_nest(b, row_sizes, "out.row", write)
 
     if not kept:
         per_row(IrIndex.scalar(Shape.scalar(shape.element_type)))
