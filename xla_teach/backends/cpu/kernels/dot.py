@@ -5,8 +5,10 @@ written into the dot's ``backend_config`` so the optimized HLO shows it:
 
 * ``"blas"`` -- one ``cblas_sgemm``/``cblas_dgemm`` call per batch into NumPy's
   OpenBLAS, with the transposes folded into the call's ``Trans`` flags;
-* ``"loops"`` -- an i-k-j loop nest (the j loop walks contiguous rows of the
-  right operand and the output, so it vectorizes), split across threads by rows;
+* ``"loops"`` -- a tiled i-k-j loop nest: blocks of ``TILE_I`` rows x ``TILE_J`` columns
+  x ``TILE_K`` of the contraction, so a block of the right operand stays in cache while
+  it is reused for every row of the block; inside a block the j loop walks contiguous rows
+  of the right operand and the output, so it vectorizes. Split across threads by rows;
 * ``"elemental"`` -- one inner-product loop per output element (any dimension
   numbers, f16/bf16 accumulated in f32).
 
@@ -34,6 +36,7 @@ from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.types import PrimitiveType
 
 BLAS_MIN_FLOPS = 48**3  # below this, emitted loops beat the call overhead
+TILE_I, TILE_J, TILE_K = 8, 256, 128  # loop tiles: a TILE_K x TILE_J block of B is 128 KiB in f32
 
 
 @dataclass(frozen=True)
@@ -211,20 +214,53 @@ def _emit_ikj(ctx: KernelContext, dot: HloInstruction, em: ElementalEmitter, out
         dims = ([i] if lf else []) + ([j] if rf else [])
         return IrIndex(tuple(dims), out.shape)
 
-    with for_range(b, ctx.kb.end, "i", ctx.kb.begin) as i:
-        with for_range(b, i64(gemm.n), "j0") as j:
-            out.store(b, zero, out_index(i, j))
-        with for_range(b, i64(gemm.k), "k") as k:
-            a = lhs_at(i, k)
-            with for_range(b, i64(gemm.n), "j") as j:
-                acc = out.load(b, out_index(i, j))
-                product = ops.emit_binary(b, "multiply", a, rhs_at(k, j), etype)
-                out.store(b, ops.emit_binary(b, "add", acc, product, etype), out_index(i, j))
+    def tile_end(start: ir.Value, size: int, stop: ir.Value) -> ir.Value:
+        end = b.add(start, i64(size))
+        return b.select(b.icmp_signed("<", end, stop), end, stop)
+
+    def tiles(start: ir.Value, stop: ir.Value, size: int, name: str):  # type: ignore[no-untyped-def]
+        """``for (t = start; t < stop; t += size)`` as a loop over tile numbers."""
+        count = b.sdiv(b.add(b.sub(stop, start), i64(size - 1)), i64(size))
+        return _TileLoop(b, start, count, size, name)
+
+    n, k_total = i64(gemm.n), i64(gemm.k)
+    with tiles(ctx.kb.begin, ctx.kb.end, TILE_I, "it") as i0:
+        i1 = tile_end(i0, TILE_I, ctx.kb.end)
+        with for_range(b, i1, "iz", i0) as i:
+            with for_range(b, n, "j0") as j:
+                out.store(b, zero, out_index(i, j))
+        with tiles(i64(0), n, TILE_J, "jt") as j0:
+            j1 = tile_end(j0, TILE_J, n)
+            with tiles(i64(0), k_total, TILE_K, "kt") as k0:  # k tiles in order: the same sums as untiled
+                k1 = tile_end(k0, TILE_K, k_total)
+                with for_range(b, i1, "i", i0) as i:
+                    with for_range(b, k1, "k", k0) as k:
+                        a = lhs_at(i, k)
+                        with for_range(b, j1, "j", j0) as j:
+                            acc = out.load(b, out_index(i, j))
+                            product = ops.emit_binary(b, "multiply", a, rhs_at(k, j), etype)
+                            out.store(b, ops.emit_binary(b, "add", acc, product, etype), out_index(i, j))
         if epilogue is not None:
             root = ctx.hero()
-            with for_range(b, i64(gemm.n), "je") as j:
-                out.store(b, epilogue.value_at(root, out_index(i, j)), out_index(i, j))
+            with for_range(b, i1, "ie", i0) as i:
+                with for_range(b, n, "je") as j:
+                    out.store(b, epilogue.value_at(root, out_index(i, j)), out_index(i, j))
     return gemm.m, choose_partitions(gemm.m, gemm.m * gemm.n * gemm.k)
+
+
+class _TileLoop:
+    """A counted loop over ``count`` tiles; the body sees each tile's start ``first + t * size``."""
+
+    def __init__(self, b: ir.IRBuilder, first: ir.Value, count: ir.Value, size: int, name: str) -> None:
+        self.b, self.first, self.count, self.size, self.name = b, first, count, size, name
+
+    def __enter__(self) -> ir.Value:
+        self._loop = for_range(self.b, self.count, self.name)
+        t = self._loop.__enter__()
+        return self.b.add(self.first, self.b.mul(t, i64(self.size)))
+
+    def __exit__(self, *exc: object) -> None:
+        self._loop.__exit__(*exc)
 
 
 def _epilogue_emitter(ctx: KernelContext, dot: HloInstruction, out: IrArray) -> ElementalEmitter:
