@@ -3,7 +3,8 @@
 A compiler has two stages, as XLA's ``Compiler`` does: ``run_hlo_passes(module)`` returns the
 optimized module (recording every pass in ``self.recorder``), and ``run_backend(optimized)``
 turns it into an executable. Subclasses say which pipeline stage 1 runs (``hlo_pipeline``) and
-implement ``run_backend``.
+implement ``run_backend``; the options may add passes of the user's own to that pipeline
+(``CompileOptions.extra_passes`` / ``pipeline_hook``, applied by :meth:`CompilerBase.pipeline`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ class CompilerBase:
         self.timings: dict[str, float] = {}
 
     def hlo_pipeline(self) -> HloPassPipeline:
+        """A fresh pipeline of the backend's own passes (subclasses build it)."""
         raise NotImplementedError
+
+    def pipeline(self) -> HloPassPipeline:
+        """What stage 1 runs: :meth:`hlo_pipeline` with the user's passes from the options
+        (``extra_passes``, ``pipeline_hook``) inserted."""
+        return self.options.customize_pipeline(self.hlo_pipeline())
 
     def run_hlo_passes(self, module: HloModule) -> HloModule:
         """A copy of ``module`` through the backend's pipeline (only scheduling when
@@ -32,7 +39,7 @@ class CompilerBase:
         start = time.perf_counter()
         optimized = module.clone()
         if self.options.run_hlo_passes:
-            self.hlo_pipeline().run(optimized, self.options.pass_options, self.recorder)
+            self.pipeline().run(optimized, self.options.pass_options, self.recorder)
         else:
             from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
 

@@ -16,14 +16,26 @@ scalar), the values of the static arguments, the backend and the flags
 (``xla_teach.flags.current()``: changing e.g. ``xla_disable_hlo_passes`` recompiles).
 Every compilation is logged to the ``xla_teach.jit`` logger and kept in
 ``f.compile_log`` with the reason -- the seeds' ``recompiled_on_launch``.
+
+``jit(f, donate_argnums=0)`` donates the first argument, as in JAX: each of its arrays
+is paired with the first not-yet-paired output of the same shape and dtype, the pair
+is written into the module's ``input_output_alias``, and the compiled program writes
+that output into the donated array instead of allocating a new one. The donated array
+must not be used afterwards (its bytes now hold the result). A donated array that
+matches no output is reported with a warning, as JAX does.
+
+``jit(f, compile_options=CompileOptions(...))`` compiles with those options, e.g. a
+``pipeline_hook`` that inserts a pass of your own (see docs/passes.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import logging
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from xla_teach import flags
+from xla_teach.backends.options import CompileOptions
 from xla_teach.backends.registry import BACKENDS, DEFAULT_BACKEND
 from xla_teach.frontend import dtypes
 from xla_teach.frontend.pytree import PyTreeDef, tree_flatten, tree_unflatten
@@ -90,14 +103,22 @@ class JitFunction:
     """The object ``jit(fn)`` returns. Call it like ``fn``."""
 
     def __init__(self, fn: Callable[..., Any], static_argnums: int | Sequence[int] = (),
-                 static_argnames: str | Sequence[str] = (), backend: str = DEFAULT_BACKEND) -> None:
+                 static_argnames: str | Sequence[str] = (), backend: str = DEFAULT_BACKEND,
+                 donate_argnums: int | Sequence[int] = (), compile_options: CompileOptions | None = None) -> None:
         if not callable(fn):
             raise ValueError(f"jit needs a function, got {type(fn).__name__}")
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+        if compile_options is not None and not isinstance(compile_options, CompileOptions):
+            raise ValueError(f"jit: compile_options must be a CompileOptions, got {type(compile_options).__name__}")
         self._fn = fn
         self.backend = backend
+        self.compile_options = compile_options
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+        both = sorted(set(self.donate_argnums) & set(self.static_argnums))
+        if both:
+            raise ValueError(f"jit: argument {both[0]} is both static and donated; only arrays can be donated")
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         self.name = getattr(fn, "__name__", "fn").replace("<lambda>", "lambda")
         self._cache: dict[Any, _Entry] = {}
@@ -185,7 +206,45 @@ class JitFunction:
                 root = results[0].op
             else:
                 root = builder.tuple([r.op for r in results])
-        return builder.build(root), out_tree
+        module = builder.build(root)
+        if self.donate_argnums:
+            self._alias_donated(module, in_tree, dyn_index)
+        return module, out_tree
+
+    def _donated_parameters(self, in_tree: PyTreeDef, dyn_index: list[int]) -> list[int]:
+        """Parameter numbers of the array leaves of the donated positional arguments."""
+        args_tree = in_tree.children[0]
+        n = len(args_tree.children)
+        donated = {i % n for i in self.donate_argnums if -n <= i < n}
+        for i in self.donate_argnums:
+            if not -max(n, 1) <= i < max(n, 1):
+                raise ValueError(f"jit({self.name}): donate_argnums {i} but only {n} positional arguments given")
+        params, first = [], 0
+        for pos, child in enumerate(args_tree.children):
+            if pos in donated:
+                params += [dyn_index.index(k) for k in range(first, first + child.num_leaves) if k in dyn_index]
+            first += child.num_leaves
+        return params
+
+    def _alias_donated(self, module: HloModule, in_tree: PyTreeDef, dyn_index: list[int]) -> None:
+        """Pair each donated parameter with the first free output of equal shape (JAX's rule)."""
+        entry = module.entry
+        root_shape = entry.root.shape
+        outputs = [((k,), s) for k, s in enumerate(root_shape.tuple_shapes)] if root_shape.is_tuple \
+            else [((), root_shape)]
+        free = list(outputs)
+        unusable = []
+        for number in self._donated_parameters(in_tree, dyn_index):
+            shape = entry.parameter(number).shape
+            match = next((o for o in free if not o[1].is_tuple and o[1].compatible(shape)), None)
+            if match is None:
+                unusable.append(f"{entry.parameter(number).name}: {shape.to_text(print_layout=False)}")
+                continue
+            free.remove(match)
+            module.input_output_alias.set_up_alias(match[0], number, (), "may-alias")
+        if unusable:
+            warnings.warn(f"jit({self.name}): some donated buffers were not usable (no output of the same shape "
+                          f"and dtype): {', '.join(unusable)}", UserWarning, stacklevel=5)
 
     def _lookup(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any], list[int],
                                                                                tuple[ShapedArray, ...]]:
@@ -211,7 +270,11 @@ class JitFunction:
     def _compile(self, module: HloModule) -> Any:
         from xla_teach.api import compile_module
 
-        return compile_module(module.clone(), self.backend)
+        options = None
+        if self.compile_options is not None:  # a fresh copy: the driver appends dump listeners
+            options = dataclasses.replace(self.compile_options, pass_options=dataclasses.replace(
+                self.compile_options.pass_options, listeners=list(self.compile_options.pass_options.listeners)))
+        return compile_module(module.clone(), self.backend, options)
 
     def _log(self, in_tree: PyTreeDef, avals: tuple[ShapedArray, ...], statics: Any, trace_s: float,
              compile_s: float) -> None:
@@ -259,8 +322,16 @@ class JitFunction:
 
 
 def jit(fn: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
-        static_argnames: str | Sequence[str] = (), backend: str = DEFAULT_BACKEND) -> Any:
-    """Compile ``fn`` with XLA: ``jit(f)`` or ``@jit`` or ``@jit(static_argnums=1, backend="interpreter")``."""
-    if fn is None:
-        return lambda f: JitFunction(f, static_argnums, static_argnames, backend)
-    return JitFunction(fn, static_argnums, static_argnames, backend)
+        static_argnames: str | Sequence[str] = (), backend: str = DEFAULT_BACKEND,
+        donate_argnums: int | Sequence[int] = (), compile_options: CompileOptions | None = None) -> Any:
+    """Compile ``fn`` with XLA: ``jit(f)`` or ``@jit`` or ``@jit(static_argnums=1, backend="interpreter")``.
+
+    ``donate_argnums``: positional arguments whose arrays the compiled program may overwrite
+    with outputs of the same shape and dtype (see the module docstring). ``compile_options``:
+    a :class:`~xla_teach.backends.options.CompileOptions` used instead of the one the flags
+    give (build it with ``CompileOptions.from_flags()`` and change fields to keep the flags).
+    """
+    def make(f: Callable[..., Any]) -> JitFunction:
+        return JitFunction(f, static_argnums, static_argnames, backend, donate_argnums, compile_options)
+
+    return make if fn is None else make(fn)

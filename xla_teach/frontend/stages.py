@@ -116,29 +116,52 @@ class Compiled:
         return cost_analysis(self.executable.artifacts.optimized_module)
 
     def memory_analysis(self) -> MemoryAnalysis:
-        """Bytes of arguments, outputs and temporaries of the optimized module."""
+        """Bytes of arguments, outputs, temporaries and constants of the optimized module.
+
+        On backends with a buffer assignment (cpu, gpu) the temporaries are its arenas (one per
+        sequential computation: the entry, loop bodies, branches), the alias size is the
+        outputs written into donated arguments, and the peak is the entry's peak live bytes
+        over the schedule. The interpreter has none: temp and peak are upper bounds (every
+        non-root ENTRY value in a buffer of its own, all at once)."""
         module = self.executable.artifacts.optimized_module
         args = sum(_bytes(p.shape) for p in module.entry.parameter_instructions)
         out = _bytes(module.entry.root.shape)
-        temp = sum(_bytes(i.shape) for i in module.entry.instructions
-                   if i.opcode not in ("parameter", "constant", "tuple", "get-tuple-element", "bitcast")
-                   and not i.is_root())
+        naive = sum(_bytes(i.shape) for i in module.entry.instructions
+                    if i.opcode not in ("parameter", "constant", "tuple", "get-tuple-element", "bitcast")
+                    and not i.is_root())
         consts = sum(_bytes(i.shape) for c in module.computations for i in c.instructions if i.opcode == "constant")
+        assignment = getattr(self.executable, "buffer_assignment", None)
+        if assignment is None:
+            return MemoryAnalysis(argument_size_in_bytes=args, output_size_in_bytes=out,
+                                  temp_size_upper_bound_in_bytes=naive, generated_code_size_in_bytes=0,
+                                  constant_size_in_bytes=consts, temp_size_in_bytes=naive,
+                                  peak_memory_in_bytes=args + out + naive + consts)
         return MemoryAnalysis(argument_size_in_bytes=args, output_size_in_bytes=out,
-                              temp_size_upper_bound_in_bytes=temp, generated_code_size_in_bytes=0,
-                              constant_size_in_bytes=consts)
+                              temp_size_upper_bound_in_bytes=naive, generated_code_size_in_bytes=0,
+                              constant_size_in_bytes=consts, temp_size_in_bytes=assignment.temp_bytes(),
+                              alias_size_in_bytes=assignment.entry.alias_bytes(),
+                              peak_memory_in_bytes=assignment.peak_bytes(), from_buffer_assignment=True)
 
 
 @dataclass(frozen=True)
 class MemoryAnalysis:
-    """Sizes in bytes (names as in JAX's ``CompiledMemoryStats``). ``temp`` is an upper
-    bound: every non-root ENTRY value, without the buffer reuse buffer assignment does."""
+    """Sizes in bytes (names as in JAX's ``CompiledMemoryStats``).
+
+    ``output_size_in_bytes`` counts every output, including those written into donated
+    arguments (``alias_size_in_bytes`` of them), so the memory a run needs is at most
+    ``argument + output - alias + temp``. ``temp_size_in_bytes`` is buffer assignment's arena
+    (with reuse) where there is one, and ``temp_size_upper_bound_in_bytes`` always the naive
+    figure: every non-root ENTRY value in its own buffer."""
 
     argument_size_in_bytes: int
     output_size_in_bytes: int
     temp_size_upper_bound_in_bytes: int
     generated_code_size_in_bytes: int
     constant_size_in_bytes: int
+    temp_size_in_bytes: int = 0
+    alias_size_in_bytes: int = 0
+    peak_memory_in_bytes: int = 0
+    from_buffer_assignment: bool = False  # False: temp and peak are upper bounds (interpreter)
 
 
 def _bytes(shape: Shape) -> int:

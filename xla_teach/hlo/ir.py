@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from xla_teach.hlo.attributes import OpMetadata
+from xla_teach.hlo.input_output_alias import HloInputOutputAliasConfig
 from xla_teach.hlo.opcodes import REQUIRED, AttrKind, op_info
 from xla_teach.hlo.shape import Shape
 
@@ -367,12 +368,26 @@ class HloModule:
         self.uniquer = NameUniquer()  # instruction names
         self.computation_uniquer = NameUniquer()
         self.is_scheduled = False
-        self.input_output_alias: str = ""  # verbatim inside the braces
+        # Which outputs live in which (donated) parameters' buffers; see input_output_alias.py.
+        self._input_output_alias = HloInputOutputAliasConfig()
         # The caller-visible layouts (parameter shapes, result shape); None = derived from ENTRY.
         self.entry_computation_layout: tuple[tuple[Shape, ...], Shape] | None = None
         self.header_attributes: dict[str, str] = {}  # other header attributes, verbatim
         self.stack_frame_tables: list[tuple[str, list[str]]] = []  # FileNames ... StackFrames
         self.unique_id = next(_ids)
+
+    @property
+    def input_output_alias(self) -> HloInputOutputAliasConfig:
+        """The ``input_output_alias={...}`` header (empty: no output reuses a parameter)."""
+        return self._input_output_alias
+
+    @input_output_alias.setter
+    def input_output_alias(self, value: HloInputOutputAliasConfig | str) -> None:
+        """Set from a config (copied) or from its text (``"{ {0}: (0, {}, may-alias) }"``; ``""``: none)."""
+        if isinstance(value, str):
+            text = value.strip()
+            value = HloInputOutputAliasConfig.parse(text) if text else HloInputOutputAliasConfig()
+        self._input_output_alias = value.copy()
 
     # ---- building -------------------------------------------------------------------
     def add_computation(self, comp: HloComputation, is_entry: bool = False,

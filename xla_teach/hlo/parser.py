@@ -28,6 +28,7 @@ from xla_teach.hlo.attribute_parser import (
     parse_literal,
     parse_metadata,
 )
+from xla_teach.hlo.input_output_alias import HloInputOutputAliasConfig
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.lexer import Cursor, HloParseError
 from xla_teach.hlo.opcodes import OPCODES, AttrKind, op_info
@@ -107,11 +108,17 @@ class _Parser:
                 raise c.error("is_scheduled must be true or false", start)
             module.is_scheduled = value == "true"
         elif key == "input_output_alias":
-            module.input_output_alias = value[1:-1] if value.startswith("{") else value
+            module.input_output_alias = self._alias_config(value, start)
         elif key == "entry_computation_layout":
             module.entry_computation_layout = self._entry_layout(value, start)
         else:
             module.header_attributes[key] = value
+
+    def _alias_config(self, value: str, offset: int) -> HloInputOutputAliasConfig:
+        try:
+            return HloInputOutputAliasConfig.parse(value)
+        except HloParseError as err:
+            raise self.cursor.error(f"bad input_output_alias: {err.reason}", offset + err.offset) from None
 
     def _entry_layout(self, value: str, offset: int) -> tuple[tuple[Shape, ...], Shape]:
         inner = _Parser(value[1:-1] if value.startswith("{") else value)

@@ -183,7 +183,7 @@ def module_header_text(module: HloModule) -> str:
     if module.is_scheduled:
         items.append("is_scheduled=true")
     if module.input_output_alias:
-        items.append("input_output_alias={" + module.input_output_alias + "}")
+        items.append("input_output_alias=" + module.input_output_alias.to_text())
     if module.entry_computation is not None and module.entry_computation.root_instruction is not None:
         items.append("entry_computation_layout=" + entry_computation_layout_text(module))
     for key, raw in module.header_attributes.items():

@@ -4,7 +4,8 @@ The parser builds whatever the text says, and passes rewrite graphs; the verifie
 (XLA's ``HloVerifier``) is the safety net run after both. It checks
 
 * **module structure**: an ENTRY that belongs to the module, unique computation and
-  instruction names, called computations that belong to the module, no recursion;
+  instruction names, called computations that belong to the module, no recursion, and an
+  ``input_output_alias`` whose entries pair existing parameter and result leaves of equal shape;
 * **computation structure**: a root, parameters numbered ``0..n-1`` without gaps,
   operands (and control predecessors) from the same computation, consistent
   operand/user links, no cycles;
@@ -31,8 +32,10 @@ import numpy as np
 
 from xla_teach.hlo.attributes import ConvDimensionNumbers, PaddingDim, SliceDim, Window
 from xla_teach.hlo.errors import ShapeError, VerificationError, shape_text, shapes_text
+from xla_teach.hlo.input_output_alias import shape_index_text
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.opcodes import AttrKind
+from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.shape_inference import infer_shape
 
 MAX_REPORTED = 5  # problems shown in the error message (all are in ``VerificationError.problems``)
@@ -116,6 +119,58 @@ def _module_structure_problems(module: HloModule) -> list[str]:
     cycle = _call_cycle(module)
     if cycle:
         problems.append("computations call each other recursively: " + " -> ".join(f"%{c}" for c in cycle))
+    return problems + input_output_alias_problems(module)
+
+
+def _subshape(shape: Shape, index: tuple[int, ...]) -> Shape | None:
+    """The shape at ``index`` inside ``shape``, or None when the index does not exist."""
+    for i in index:
+        if not shape.is_tuple or not 0 <= i < len(shape.tuple_shapes):
+            return None
+        shape = shape.tuple_shapes[i]
+    return shape
+
+
+def input_output_alias_problems(module: HloModule) -> list[str]:
+    """``input_output_alias``: every entry names an existing parameter leaf and result leaf
+    of equal shape (layout included: the output is written in the parameter's bytes), and
+    no parameter leaf is the home of two outputs."""
+    config = module.input_output_alias
+    entry = module.entry_computation
+    if not config or entry is None or entry.root_instruction is None:
+        return []
+    problems: list[str] = []
+    params = {p.parameter_number: p for p in entry.parameter_instructions}
+    homes: dict[tuple[int, tuple[int, ...]], tuple[int, ...]] = {}
+    for out_index, alias in config.items():
+        what = f"input_output_alias {shape_index_text(out_index)}: {alias.to_text()}"
+        out_shape = _subshape(entry.root.shape, out_index)
+        if out_shape is None:
+            problems.append(f"{what}: the ENTRY result {shape_text(entry.root.shape)} has no output "
+                            f"{shape_index_text(out_index)}")
+            continue
+        param = params.get(alias.parameter_number)
+        if param is None:
+            problems.append(f"{what}: ENTRY %{entry.name} has no parameter {alias.parameter_number} "
+                            f"(it has {len(params)})")
+            continue
+        param_shape = _subshape(param.shape, alias.parameter_index)
+        if param_shape is None:
+            problems.append(f"{what}: parameter {alias.parameter_number} %{param.name} of shape "
+                            f"{shape_text(param.shape)} has no index {shape_index_text(alias.parameter_index)}")
+            continue
+        if out_shape.is_tuple or not out_shape.is_array:
+            problems.append(f"{what}: only arrays can alias, but output {shape_index_text(out_index)} is "
+                            f"{shape_text(out_shape)}")
+        elif not out_shape.compatible(param_shape) or out_shape.minor_to_major() != param_shape.minor_to_major():
+            problems.append(f"{what}: output {shape_index_text(out_index)} is {out_shape.to_text()} but parameter "
+                            f"{alias.parameter_number} %{param.name}{shape_index_text(alias.parameter_index)} is "
+                            f"{param_shape.to_text()}; aliased shapes must be equal")
+        home = (alias.parameter_number, alias.parameter_index)
+        if home in homes:
+            problems.append(f"{what}: parameter {alias.parameter_number} {shape_index_text(alias.parameter_index)} "
+                            f"already holds output {shape_index_text(homes[home])}")
+        homes.setdefault(home, out_index)
     return problems
 
 

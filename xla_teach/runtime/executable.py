@@ -6,6 +6,14 @@ output arrays, runs its thunks in schedule order, and returns the root's leaves.
 An :class:`Executable` wraps the entry sequence with argument checking and keeps
 the compiled artefacts (optimized HLO, buffer assignment, LLVM IR, assembly)
 for introspection.
+
+**Donated arguments.** When the module's ``input_output_alias`` lets an output live
+in a parameter's buffer (``jit(f, donate_argnums=...)``), the kernels write that
+output straight into the caller's array -- no output buffer is allocated -- and the
+returned array is a view of it. The donated array's old contents are gone, as after
+JAX's ``donate_argnums``: do not use it again except through the result. An argument
+that cannot be written in place (read-only, another dtype or memory order, or also
+passed for another parameter) is copied first, and then stays untouched.
 """
 
 from __future__ import annotations
@@ -25,6 +33,12 @@ def _subshape(shape, index):  # type: ignore[no-untyped-def]
     for i in index:
         shape = shape.tuple_shapes[i]
     return shape
+
+
+def _writable_alone(array: np.ndarray, others: Sequence[object]) -> bool:
+    """May the runtime write ``array`` in place: writable, and no other argument shares its bytes?"""
+    return bool(array.flags.writeable) and not any(
+        isinstance(o, np.ndarray) and np.may_share_memory(array, o) for o in others)
 
 
 def _flatten(values: Sequence[object]) -> list[np.ndarray]:
@@ -58,16 +72,32 @@ class SequenceExecutable:
                 self.constants[alloc.index] = to_physical(value.instruction.literal, value.shape)
         temp = assignment.temp_allocation
         self.temp_arena = aligned_empty(temp.size) if temp is not None else None
-        self.outputs = [(assignment.slice(comp.root, idx), _subshape(comp.root.shape, idx))
-                        for idx in leaf_indices(comp.root.shape)]
+        root_leaves = leaf_indices(comp.root.shape)
+        self.outputs = [(assignment.slice(comp.root, idx), _subshape(comp.root.shape, idx)) for idx in root_leaves]
         self.output_allocations = [a for a in assignment.allocations if a.kind == "output"]
+        # Donation: parameter leaf position -> output leaf position that ends up in its buffer;
+        # and the must-alias outputs buffer assignment could not place there (copied at the end).
+        param_leaves = [(p.parameter_number, idx) for p in comp.parameter_instructions for idx in leaf_indices(p.shape)]
+        self.donated: dict[int, int] = {}
+        self.copy_back: list[tuple[int, int]] = []  # (output leaf position, parameter leaf position)
+        for alias in assignment.output_aliases:
+            if alias.shared or alias.kind == "must-alias":
+                param_pos = param_leaves.index((alias.parameter_number, alias.parameter_index))
+                out_pos = root_leaves.index(alias.output_index)
+                self.donated[param_pos] = out_pos
+                if not alias.shared:
+                    self.copy_back.append((out_pos, param_pos))
 
     def run(self, leaves: Sequence[np.ndarray], profiler: Profiler | None = None) -> list[np.ndarray]:
         """Run on flattened parameter leaves; returns the root's leaves (logical arrays)."""
         buffers = RunBuffers(self.assignment, self.constants, self.temp_arena)
-        for (alloc_index, shape), array in zip(self.parameter_leaves, leaves, strict=True):
+        bound: list[np.ndarray] = []
+        for n, ((alloc_index, shape), array) in enumerate(zip(self.parameter_leaves, leaves, strict=True)):
             physical = to_physical(np.asarray(array), shape)  # type: ignore[arg-type]
+            if n in self.donated and not _writable_alone(physical, [a for k, a in enumerate(leaves) if k != n]):
+                physical = np.array(physical, copy=True)
             buffers.bind(alloc_index, physical)
+            bound.append(physical)
         for alloc in self.output_allocations:
             buffers.bind(alloc.index, OUTPUT_POOL.take(alloc.size))
         for thunk in self.thunks:
@@ -79,7 +109,19 @@ class SequenceExecutable:
                 results.append(np.array(logical_view(self.constants[slice_.allocation.index], shape)))
             else:
                 results.append(buffers.array(slice_, shape))
+        for out_pos, param_pos in self.copy_back:  # must-alias outputs buffer assignment could not place
+            home = logical_view(bound[param_pos].reshape(-1), self.outputs[out_pos][1])
+            value = np.array(results[out_pos], copy=True)
+            for k, other in enumerate(results):  # results still reading the old contents keep them
+                if np.may_share_memory(other, home):
+                    results[k] = np.array(other, copy=True)
+            np.copyto(home, value)
+            results[out_pos] = home
         return results
+
+    def donated_output(self, leaf: int) -> bool:
+        """Does output leaf ``leaf`` live in a donated parameter's buffer?"""
+        return leaf in self.donated.values()
 
     def describe(self) -> str:
         lines = [f"{self.name}:"]
@@ -116,11 +158,14 @@ class Executable:
 
         leaves = _flatten(check_arguments(self.module.entry, args))
         outputs = self.entry.run(leaves, profiler)
-        # Never hand the caller one of its own arrays (or one output twice): copy those.
+        # Never hand the caller one of its own arrays (or one output twice): copy those -- except
+        # outputs written into a donated argument, which are the point of donating it.
         seen: list[np.ndarray] = []
         results = []
-        for out in outputs:
-            if any(np.may_share_memory(out, a) for a in leaves) or any(np.may_share_memory(out, s) for s in seen):
+        for n, out in enumerate(outputs):
+            donated = self.entry.donated_output(n)
+            others = [a for k, a in enumerate(leaves) if not (donated and self.entry.donated.get(k) == n)]
+            if any(np.may_share_memory(out, a) for a in others) or any(np.may_share_memory(out, s) for s in seen):
                 out = np.array(out, copy=True)
             seen.append(out)
             results.append(out)

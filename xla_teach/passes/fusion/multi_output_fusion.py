@@ -7,18 +7,75 @@ divide. Multi-output fusion recovers most of that traffic in two ways:
 
 * **producer-consumer**: fuse the producer into the consumer *and* keep its
   value as an extra output of the fusion (its other users read it from there).
-  The sum-reduction kernel then computes ``exp(x - max)`` itself and stores it on
-  the way, instead of reading it from memory::
-
-      e = fusion(x, max)          kind=kLoop   # exp(x - max)
-      s = fusion(e)               kind=kInput  # reduce(e)
-    becomes
-      es = fusion(x, max)         kind=kInput  # (reduce(exp(x-max)), exp(x-max))
-      s = get-tuple-element(es), index=0
-      e = get-tuple-element(es), index=1
-
+  The sum-reduction kernel then computes ``exp(x - m)`` itself and stores it on
+  the way, instead of reading it from memory;
 * **sibling**: two fusions that read the same operand and have the same loop
   shape become one kernel with a tuple root, so the shared operand is read once.
+
+Before (what instruction fusion left: ``e`` has two users, so it was not duplicated
+into the reduction)::
+
+    add {
+      lhs = f32[] parameter(0)
+      rhs = f32[] parameter(1)
+      ROOT sum = f32[] add(lhs, rhs)
+    }
+
+    fused_exp {
+      param_0 = f32[8] parameter(0)
+      param_1 = f32[8] parameter(1)
+      diff = f32[8] subtract(param_0, param_1)
+      ROOT exp = f32[8] exponential(diff)
+    }
+
+    fused_sum {
+      param_0.1 = f32[8] parameter(0)
+      zero = f32[] constant(0)
+      ROOT total = f32[] reduce(param_0.1, zero), dimensions={0}, to_apply=add
+    }
+
+    ENTRY main {
+      x = f32[8] parameter(0)
+      m = f32[8] parameter(1)
+      e = f32[8] fusion(x, m), kind=kLoop, calls=fused_exp
+      s = f32[] fusion(e), kind=kInput, calls=fused_sum
+      ROOT t = (f32[], f32[8]) tuple(s, e)
+    }
+
+After (one kernel with two outputs; ``fused_exp`` is now unused, and the ``dce`` that
+follows in the fusion pipeline removes it)::
+
+    add {
+      lhs = f32[] parameter(0)
+      rhs = f32[] parameter(1)
+      ROOT sum = f32[] add(lhs, rhs)
+    }
+
+    fused_exp {
+      param_0 = f32[8] parameter(0)
+      param_1 = f32[8] parameter(1)
+      diff = f32[8] subtract(param_0, param_1)
+      ROOT exp = f32[8] exponential(diff)
+    }
+
+    fused_sum {
+      param_1.1 = f32[8] parameter(0)
+      param_2 = f32[8] parameter(1)
+      diff.1 = f32[8] subtract(param_1.1, param_2)
+      exp.1 = f32[8] exponential(diff.1)
+      zero = f32[] constant(0)
+      total = f32[] reduce(exp.1, zero), dimensions={0}, to_apply=add
+      ROOT tuple = (f32[], f32[8]) tuple(total, exp.1)
+    }
+
+    ENTRY main {
+      x = f32[8] parameter(0)
+      m = f32[8] parameter(1)
+      s = (f32[], f32[8]) fusion(x, m), kind=kInput, calls=fused_sum
+      get-tuple-element = f32[] get-tuple-element(s), index=0
+      get-tuple-element.1 = f32[8] get-tuple-element(s), index=1
+      ROOT t = (f32[], f32[8]) tuple(get-tuple-element, get-tuple-element.1)
+    }
 
 Fusions are only combined when no other path connects them (that would make a
 cycle), when the result stays within the size limits, and when the kernel

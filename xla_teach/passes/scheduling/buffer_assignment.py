@@ -6,7 +6,9 @@ Some instructions produce no new bytes -- ``tuple``, ``get-tuple-element``,
 first grouped into **buffers** (alias classes). Then, following the schedule:
 
 * parameters live in the caller's memory, constants in their own allocation,
-  results the caller receives in *output* allocations;
+  results the caller receives in *output* allocations -- or, when the module's
+  ``input_output_alias`` donates a parameter for a result, in that parameter's
+  allocation (see :mod:`~xla_teach.passes.scheduling.output_aliasing`);
 * control-flow results (``while``, ``conditional``, ``call``) and host
   ``custom-call`` results are bound at run time (*external*);
 * an instruction may write its result **in place** into an operand buffer that
@@ -16,7 +18,10 @@ first grouped into **buffers** (alias classes). Then, following the schedule:
   ``preallocated-temp`` arena where buffers whose live ranges do not overlap
   share bytes.
 
-The result prints in the spirit of XLA's ``buffer-assignment.txt``.
+The result prints in the spirit of XLA's ``buffer-assignment.txt``, with the
+arena size and the **peak live bytes**: the most bytes alive at any step of the
+schedule (parameters and constants for the whole run, outputs from the step that
+writes them, temporaries over their live ranges), which no allocator can beat.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from dataclasses import dataclass, field
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.opcodes import is_elementwise
 from xla_teach.hlo.shape import Shape
-from xla_teach.passes.scheduling.heap_simulator import BufferBlock, pack_blocks
+from xla_teach.passes.scheduling.heap_simulator import BufferBlock, pack_blocks, peak_live_bytes
+from xla_teach.passes.scheduling.output_aliasing import OutputAlias, decide_output_aliases
 
 ALIGNMENT = 64
 ShapeIndex = tuple[int, ...]
@@ -67,6 +73,8 @@ class Allocation:
         if self.kind == "parameter":
             parts.append(f"parameter {self.parameter_number}, shape |{self.values[0][0].shape.to_text()}| "
                          f"at ShapeIndex {{{','.join(map(str, self.parameter_index))}}}")
+            if self.output_index is not None:  # a donated parameter holding an output
+                parts.append(f"maybe-live-out (output {{{','.join(map(str, self.output_index))}}})")
         elif self.kind == "output":
             parts.append(f"output shape is |{self.values[0][0].shape.to_text()}|, maybe-live-out")
         elif self.kind == "constant":
@@ -97,6 +105,9 @@ class BufferAssignment:
         self._slice_of: dict[int, BufferSlice] = {}
         self.in_place: list[tuple[str, str]] = []  # (instruction, operand whose buffer it reuses)
         self.live_ranges: dict[int, tuple[int, int]] = {}  # value id -> (start, end) in schedule
+        self.output_aliases: list[OutputAlias] = []  # what became of the module's input_output_alias
+        self.peak_bytes = 0  # most bytes alive at one step (see peak_live_bytes)
+        self.peak_step = 0  # that step (an index into ``order``)
 
     # ---- queries used by backends -----------------------------------------------------
     def value(self, instr: HloInstruction, index: ShapeIndex = ()) -> HloValue:
@@ -123,6 +134,11 @@ class BufferAssignment:
         temp = self.temp_allocation
         return sum(v.size for v, _ in temp.values) if temp else 0
 
+    def alias_bytes(self) -> int:
+        """Bytes of outputs written into donated parameters (no output buffer of their own)."""
+        return sum(_subshape(self.computation.root.shape, a.output_index).byte_size()
+                   for a in self.output_aliases if a.shared)
+
     def to_text(self) -> str:
         lines = [f"BufferAssignment of {self.computation.name}:"]
         for alloc in self.allocations:
@@ -133,8 +149,13 @@ class BufferAssignment:
         lines.append("")
         lines.append(f"Total temp arena: {self.temp_bytes} bytes "
                      f"(one buffer per value would need {self.naive_temp_bytes()} bytes)")
+        peak_at = self.order[self.peak_step].name if self.order else "-"
+        lines.append(f"Peak live bytes: {self.peak_bytes} (at step {self.peak_step}, {peak_at}; parameters, "
+                     f"constants, outputs and live temporaries)")
         if self.in_place:
             lines.append("In place: " + ", ".join(f"{i} reuses {o}" for i, o in self.in_place))
+        for alias in self.output_aliases:
+            lines.append("Aliased: " + alias.describe())
         return "\n".join(lines)
 
 
@@ -160,24 +181,42 @@ def can_run_in_place(instr: HloInstruction, operand_index: int) -> bool:
     if is_elementwise(instr.opcode) and instr.opcode != "bitcast-convert":
         return instr.shape.dimensions == op.shape.dimensions
     if instr.opcode == "fusion" and instr.fusion_kind == "kLoop":
-        # Every instruction from the parameter up to the root must be elementwise over the output's
-        # dims: a reverse or a square transpose further on keeps the dims but reads other elements,
-        # which the loop may already have overwritten.
-        stack, seen = list(instr.fused_computation.parameter(operand_index).users), set()
-        while stack:
-            user = stack.pop()
-            if user.unique_id in seen:
-                continue
-            seen.add(user.unique_id)
-            if (not is_elementwise(user.opcode) or user.opcode == "bitcast-convert"
-                    or user.shape.dimensions != instr.shape.dimensions):
-                return False
-            stack.extend(user.users)
-        return True
+        return _elementwise_up_to_root(instr, operand_index, instr.shape.dimensions)
     return False
 
 
-def _times_read(ba: BufferAssignment, instr: HloInstruction, value: HloValue) -> int:
+def can_write_output_in_place(instr: HloInstruction, operand_index: int, output_index: ShapeIndex) -> bool:
+    """Like :func:`can_run_in_place` for output ``output_index`` of ``instr``: a multi-output
+    ``kLoop`` fusion computes every output at an index before it stores any (``kernels/loop.py``),
+    so one of its outputs may overwrite an operand read only elementwise at that same index."""
+    if not instr.shape.is_tuple:
+        return output_index == () and can_run_in_place(instr, operand_index)
+    op, out = instr.operand(operand_index), _subshape(instr.shape, output_index)
+    if (instr.opcode != "fusion" or instr.fusion_kind != "kLoop" or len(output_index) != 1 or op.shape.is_tuple
+            or instr.fused_computation.root.opcode != "tuple" or out.byte_size() != op.shape.byte_size()):
+        return False
+    return _elementwise_up_to_root(instr, operand_index, out.dimensions)
+
+
+def _elementwise_up_to_root(fusion: HloInstruction, operand_index: int, dims: tuple[int, ...]) -> bool:
+    """Is every instruction from the fused parameter up to the root elementwise over ``dims``? A
+    reverse or a square transpose further on keeps the dims but reads other elements, which the
+    loop may already have overwritten. A multi-output fusion's root ``tuple`` only gathers."""
+    root = fusion.fused_computation.root
+    stack, seen = list(fusion.fused_computation.parameter(operand_index).users), set()
+    while stack:
+        user = stack.pop()
+        if user.unique_id in seen or (user is root and user.opcode == "tuple"):
+            continue
+        seen.add(user.unique_id)
+        if (not is_elementwise(user.opcode) or user.opcode == "bitcast-convert"
+                or user.shape.dimensions != dims):
+            return False
+        stack.extend(user.users)
+    return True
+
+
+def times_read(ba: BufferAssignment, instr: HloInstruction, value: HloValue) -> int:
     """How many of ``instr``'s operand leaves hold ``value``. Counted through aliases, so that
     ``fusion(e, bitcast(e))`` reads ``e`` twice: writing the result over ``e`` would clobber
     elements the second operand still has to read at other indices."""
@@ -234,10 +273,12 @@ def assign_buffers(comp: HloComputation, is_entry: bool) -> BufferAssignment:
             candidate = ba.value(op)
             base = share_with.get(candidate.id, candidate.id)
             if (kind_of[candidate.id] == "temp" and live[candidate.id][1] == position[instr.unique_id]
-                    and can_run_in_place(instr, i) and _times_read(ba, instr, candidate) == 1):
+                    and can_run_in_place(instr, i) and times_read(ba, instr, candidate) == 1):
                 share_with[me.id] = base
                 ba.in_place.append((instr.name, op.name))
                 break
+
+    home_of = decide_output_aliases(ba, kind_of, live)  # outputs written into donated parameters
 
     # 4. Allocations.
     def new_alloc(size: int, kind: str, **kw: object) -> Allocation:
@@ -255,10 +296,18 @@ def assign_buffers(comp: HloComputation, is_entry: bool) -> BufferAssignment:
             continue
         alloc.values.append((v, 0))
         ba._slice_of[v.id] = BufferSlice(alloc, 0, v.size)
+    for v in ba.values:
+        if kind_of[v.id] == "aliased":
+            alloc = ba._slice_of[home_of[v.id].id].allocation
+            alloc.values.append((v, 0))
+            ba._slice_of[v.id] = BufferSlice(alloc, 0, v.size)
     for n, v in enumerate(root_values):
         alloc = ba._slice_of[v.id].allocation
         if alloc.kind == "output" and alloc.output_index is None:
             alloc.output_index = leaf_indices(comp.root.shape)[n]
+    for alias in ba.output_aliases:
+        if alias.shared:
+            ba._slice_of[ba.value(comp.root, alias.output_index).id].allocation.output_index = alias.output_index
 
     # 5. Temporaries: blocks (a value plus the values reusing it in place) packed in one arena.
     blocks: dict[int, BufferBlock] = {}
@@ -282,7 +331,25 @@ def assign_buffers(comp: HloComputation, is_entry: bool) -> BufferAssignment:
                 temp.values.append((by_id[member], offsets[base]))
                 ba._slice_of[member] = BufferSlice(temp, offsets[base], by_id[member].size)
     ba.live_ranges = {vid: (r[0], r[1]) for vid, r in live.items()}
+    ba.peak_bytes, ba.peak_step = _peak(ba, kind_of, blocks, end_of_time)
     return ba
+
+
+def _peak(ba: BufferAssignment, kind_of: dict[int, str], blocks: dict[int, BufferBlock],
+          end_of_time: int) -> tuple[int, int]:
+    """Peak live bytes over the schedule. Parameters and constants are live for the whole
+    run (the caller owns the parameters; constants are baked in), outputs from the step
+    that writes them to the end, each temp block over its live range; values sharing bytes
+    (in place, aliases, donated outputs) count once."""
+    last = max(end_of_time - 1, 0)
+    intervals = [(block.size, block.start, block.end) for block in blocks.values()]
+    for v in ba.values:
+        kind = kind_of[v.id]
+        if kind in ("parameter", "constant"):
+            intervals.append((v.size, 0, last))
+        elif kind in ("output", "external"):
+            intervals.append((v.size, ba.live_ranges[v.id][0], min(ba.live_ranges[v.id][1], last)))
+    return peak_live_bytes(intervals)
 
 
 class ModuleBufferAssignment:
@@ -308,6 +375,10 @@ class ModuleBufferAssignment:
 
     def naive_temp_bytes(self) -> int:
         return sum(ba.naive_temp_bytes() for ba in self.computations.values())
+
+    def peak_bytes(self) -> int:
+        """The entry's peak live bytes (loop bodies and branches report their own)."""
+        return self.entry.peak_bytes
 
     def to_text(self) -> str:
         return "\n\n".join(ba.to_text() for ba in self.computations.values()) + "\n"

@@ -5,6 +5,9 @@ Each :class:`BufferBlock` needs ``size`` bytes from schedule step ``start`` to
 overlap. Like XLA's *global decreasing-size best-fit* heap, blocks are placed
 largest first, each at the offset of the smallest gap between already-placed,
 time-overlapping blocks that fits it (or at the end).
+
+:func:`peak_live_bytes` gives the lower bound any packing must respect: the most
+bytes alive at one step.
 """
 
 from __future__ import annotations
@@ -49,3 +52,20 @@ def pack_blocks(blocks: list[BufferBlock], alignment: int = 64) -> tuple[dict[in
         placed.append((block, best_offset))
         arena = max(arena, best_offset + size)
     return offsets, arena
+
+
+def peak_live_bytes(intervals: list[tuple[int, int, int]]) -> tuple[int, int]:
+    """The most bytes alive at one step, and the first step where that happens.
+
+    ``intervals`` are ``(size, start, end)`` with inclusive steps. Sizes are not aligned:
+    this counts what the program needs, not how an allocator rounds it."""
+    changes: dict[int, int] = {}
+    for size, start, end in intervals:
+        changes[start] = changes.get(start, 0) + size
+        changes[end + 1] = changes.get(end + 1, 0) - size
+    live = peak = peak_step = 0
+    for step in sorted(changes):
+        live += changes[step]
+        if live > peak:
+            peak, peak_step = live, step
+    return peak, peak_step
