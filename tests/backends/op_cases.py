@@ -357,6 +357,68 @@ mx { a = f32[] parameter(0)  b = f32[] parameter(1)  s = f32[] sine(a)  ROOT r =
     ]
 
 
+def expanded_cases() -> list[tuple[str, str]]:
+    """Ops with no kernel of their own: the expanders rewrite ``topk`` and ``rng`` first."""
+    return [
+        # Small integers (fake data draws [0, 8)) converted to floats: rows full of ties, which the
+        # stable sort must break by position, as the interpreter does.
+        ("topk_ties", _module("topk", """  xi = s32[4,33] parameter(0)
+  x = f32[4,33] convert(xi)
+  a = (f32[4,5], s32[4,5]) topk(x), k=5, largest=true
+  y = s32[3,20] parameter(1)
+  b = (s32[3,20], s32[3,20]) topk(y), k=20, largest=false
+  h = bf16[7] parameter(2)
+  c = (bf16[1], s32[1]) topk(h), k=1
+  ROOT t = ((f32[4,5], s32[4,5]), (s32[3,20], s32[3,20]), (bf16[1], s32[1])) tuple(a, b, c)""")),
+        # Several rngs, one of them in a called computation: each draws from the counter where the
+        # previous one stopped, in the order the interpreter runs them.
+        ("rng_uniform_normal", _module("rng", """  lo = f32[] parameter(0)
+  hi = f32[] parameter(1)
+  u = f32[5,7] rng(lo, hi), distribution=rng_uniform
+  a = s32[] parameter(2)
+  b = s32[] parameter(3)
+  i = s32[9] rng(a, b), distribution=rng_uniform
+  m = f64[] parameter(4)
+  s = f64[] parameter(5)
+  n = f64[3,3] rng(m, s), distribution=rng_normal
+  c = bf16[11] call(lo, hi), to_apply=draw
+  ROOT t = (f32[5,7], s32[9], f64[3,3], bf16[11]) tuple(u, i, n, c)""", """draw {
+  lo = f32[] parameter(0)
+  hi = f32[] parameter(1)
+  lb = bf16[] convert(lo)
+  hb = bf16[] convert(hi)
+  ROOT r = bf16[11] rng(lb, hb), distribution=rng_uniform
+}""")),
+    ]
+
+
+def collective_cases() -> list[tuple[str, str]]:
+    """Collectives with their one-replica meaning, plus the remaining special ops."""
+    return [
+        ("all_gather_collective_permute", _module("collectives", """  x = f32[6,4] parameter(0)
+  g = f32[6,4] all-gather(x), dimensions={0}, replica_groups={}
+  p = f32[6,4] collective-permute(x), source_target_pairs={{0,0}}
+  y = s32[5] parameter(1)
+  q = s32[5] collective-permute(y), source_target_pairs={{0,1},{1,0}}
+  e = f32[6,4] exponential(g)
+  ROOT t = (f32[6,4], f32[6,4], s32[5]) tuple(e, p, q)""")),
+        ("clamp_after_all", _module("clamp", """  x = f32[13] parameter(0)
+  lo = f32[] constant(-0.5)
+  hi = f32[] constant(0.75)
+  c = f32[13] clamp(lo, x, hi)
+  i = s32[13] parameter(1)
+  l = s32[13] constant({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+  h = s32[] constant(5)
+  d = s32[13] clamp(l, i, h)
+  tok = token[] after-all()
+  b = (f32[13], token[]) tuple(c, tok)
+  o = (f32[13], token[]) opt-barrier(b)
+  g = f32[13] get-tuple-element(o), index=0
+  ROOT t = (f32[13], s32[13]) tuple(g, d)""")),
+    ]
+
+
 def all_cases() -> list[tuple[str, str]]:
     return (elementwise_cases() + conversion_cases() + data_movement_cases() + reduction_cases()
-            + contraction_cases() + indexing_cases() + control_flow_cases())
+            + contraction_cases() + indexing_cases() + control_flow_cases() + expanded_cases()
+            + collective_cases())

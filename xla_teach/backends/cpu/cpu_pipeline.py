@@ -1,8 +1,9 @@
 """The CPU backend's HLO pipeline: the shared optimization pipeline plus CPU passes.
 
 See :func:`xla_teach.passes.pipeline.default_pipeline` for the shared part and
-its documented order; the CPU adds its fusion rules, the dot strategy, and the
-memory scheduler that backends need before buffer assignment.
+its documented order; the CPU adds the expanders first (``rng-expander``,
+``topk-decomposer``: ops with no kernel of their own), its fusion rules, the dot
+strategy, and the memory scheduler that backends need before buffer assignment.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from xla_teach.backends.cpu.passes.dot_strategy import DotStrategy
 from xla_teach.backends.cpu.passes.reshape_to_bitcast import ReshapeToBitcast
 from xla_teach.backends.cpu.passes.row_fusion import RowFusion
 from xla_teach.backends.cpu.passes.tree_reduction_rewriter import TreeReductionRewriter
+from xla_teach.passes.expanders import add_expanders
 from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.pipeline import default_pipeline
 from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
@@ -18,6 +20,7 @@ from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
 
 def cpu_pipeline() -> HloPassPipeline:
     pipeline = default_pipeline("cpu")
+    add_expanders(pipeline)
     pipeline.insert_before("fusion", TreeReductionRewriter())
     pipeline.insert_before("fusion", RowFusion())
     pipeline.add_pass(HloPassPipeline("cpu-codegen-prepare", [

@@ -42,6 +42,8 @@ from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, Buff
 
 NO_THUNK = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "opt-barrier", "after-all"}
 HOST_CONTROL = {"while", "conditional", "call", "custom-call"}
+# Opcodes without a kernel: the pipeline's expanders rewrite them (xla_teach/passes/expanders/).
+EXPANDED_BY = {"rng": "rng-expander", "topk": "topk-decomposer"}
 
 
 @dataclass
@@ -142,10 +144,10 @@ class CpuIrEmitter:
         if op == "dynamic-update-slice":
             in_place = assignment.slice(instr) == assignment.slice(instr.operand(0))
             return lambda ctx: emit_dynamic_update_slice_kernel(ctx, in_place)
-        if op == "rng":
-            raise NotImplementedError("the legacy 'rng' op has no CPU kernel; use rng-bit-generator")
-        if op == "topk":
-            raise NotImplementedError("topk is expanded to sort by the 'topk-decomposer' pass before codegen")
+        if op in EXPANDED_BY:
+            raise NotImplementedError(
+                f"{instr.name}: '{op}' has no kernel; the '{EXPANDED_BY[op]}' pass rewrites it before code "
+                "generation, and it did not run (--xla_disable_hlo_passes?)")
         if is_row_fusion(instr):
             return emit_row_fusion_kernel
         hero = instr.fused_computation.root if op == "fusion" else instr

@@ -3,13 +3,15 @@
 GPU differences from the CPU pipeline: ``divide`` and ``rsqrt`` count as cheap
 (single instructions), so fusion may duplicate them; the tree-reduction
 rewriter splits very long reductions so that many blocks share them; dots stay
-emitted kernels (a tiled shared-memory kernel, no vendor library).
+emitted kernels (a tiled shared-memory kernel, no vendor library). The expanders
+(``rng-expander``, ``topk-decomposer``) run first, as on the CPU.
 """
 
 from __future__ import annotations
 
 from xla_teach.backends.cpu.passes.reshape_to_bitcast import ReshapeToBitcast
 from xla_teach.backends.cpu.passes.tree_reduction_rewriter import TreeReductionRewriter
+from xla_teach.passes.expanders import add_expanders
 from xla_teach.passes.fusion.fusion_rules import FusionConfig
 from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.pipeline import default_pipeline
@@ -20,6 +22,7 @@ GPU_FUSION = FusionConfig(cheap_ops=frozenset({"divide", "rsqrt"}))
 
 def gpu_pipeline() -> HloPassPipeline:
     pipeline = default_pipeline("gpu", GPU_FUSION)
+    add_expanders(pipeline)
     pipeline.insert_before("fusion", TreeReductionRewriter(parts=1024, max_kept=1024))
     pipeline.add_pass(HloPassPipeline("gpu-codegen-prepare", [ReshapeToBitcast(), HloMemoryScheduler()]))
     return pipeline

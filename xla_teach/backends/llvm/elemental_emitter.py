@@ -20,6 +20,7 @@ never happen: pad, concatenate and dynamic slices clamp before loading.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from llvmlite import ir
@@ -192,6 +193,24 @@ class ElementalEmitter:
         if instr.shape.is_tuple:
             raise NotImplementedError(f"{instr.name}: a variadic all-reduce is emitted per operand")
         return lambda index: self._operand_at(instr, 0, index)
+
+    def _gen_all_gather(self, instr: HloInstruction) -> Generator:
+        """One replica: gathering the operands of a group that holds only this one is the operand."""
+        operand = instr.operand(0).shape
+        if instr.shape.dimensions != operand.dimensions:
+            raise NotImplementedError(
+                f"{instr.name}: all-gather of {operand.to_text(print_layout=False)} into "
+                f"{instr.shape.to_text(print_layout=False)} needs several replicas; xla_teach runs one, "
+                "so the result must have the operand's shape")
+        return lambda index: self._operand_at(instr, 0, index)
+
+    def _gen_collective_permute(self, instr: HloInstruction) -> Generator:
+        """One replica: it receives its own operand if a pair sends replica 0 to itself, else zeros
+        (the interpreter's rule, :mod:`xla_teach.hlo.evaluator.control`)."""
+        if (0, 0) in _source_target_pairs(instr):
+            return lambda index: self._operand_at(instr, 0, index)
+        zero = zero_of(instr.shape)
+        return lambda index: zero
 
     def _gen_bitcast_convert(self, instr: HloInstruction) -> Generator:
         from xla_teach.backends.llvm.elemental_windows import bitcast_convert_generator
@@ -430,6 +449,12 @@ def constant_array(module: ir.Module, instr: HloInstruction) -> IrArray:
     var.initializer = ir.Constant(array_type, items)
     var.align = 64
     return IrArray(var, instr.shape, instr.name)
+
+
+def _source_target_pairs(instr: HloInstruction) -> set[tuple[int, int]]:
+    """``source_target_pairs={{0,1},{1,0}}`` as ``{(0, 1), (1, 0)}``."""
+    text = str(instr.attr("source_target_pairs"))
+    return {(int(s), int(t)) for s, t in re.findall(r"\{\s*(\d+)\s*,\s*(\d+)\s*\}", text)}
 
 
 def zero_of(ptype_shape: Shape) -> ir.Constant:

@@ -1,0 +1,28 @@
+"""Expanders: passes that rewrite an op no code generator implements into ops that one does.
+
+Like XLA's ``xla/hlo/transforms/expanders/``, each pass here replaces one opcode by an
+equivalent group of simpler instructions (``topk`` -> ``sort`` + ``slice``, legacy ``rng``
+-> ``rng-bit-generator`` + conversion). They run first in the CPU and GPU pipelines, so
+the optimizer sees the simple ops and can fuse and simplify them like any others
+(:func:`add_expanders` puts them there).
+"""
+
+from __future__ import annotations
+
+from xla_teach.passes.expanders.rng_expander import RngExpander
+from xla_teach.passes.expanders.topk_decomposer import TopkDecomposer
+from xla_teach.passes.pass_base import HloPassPipeline
+
+
+def add_expanders(pipeline: HloPassPipeline) -> None:
+    """Put the expanders at the very start of ``pipeline``'s ``optimization`` stage.
+
+    First of all: ``rng-expander`` numbers the ``rng`` instructions in the order the
+    interpreter runs them, which no pass may have moved yet (see its docstring)."""
+    optimization = pipeline.find("optimization")
+    if not isinstance(optimization, HloPassPipeline):
+        raise ValueError(f"{pipeline.name} has no 'optimization' stage to put the expanders in")
+    optimization.passes[:0] = [RngExpander(), TopkDecomposer()]
+
+
+__all__ = ["RngExpander", "TopkDecomposer", "add_expanders"]
