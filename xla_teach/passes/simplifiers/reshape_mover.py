@@ -84,6 +84,8 @@ def move_candidate(instr: HloInstruction) -> HloInstruction | None:
 def _undo(comp: HloComputation, operand: HloInstruction, rearrange: HloInstruction) -> HloInstruction:
     """``operand`` brought to the shape ``rearrange`` reads (its "before" dimensions)."""
     before_dims = rearrange.operand(0).shape.dimensions
+    if operand.shape.rank == 0 and rearrange.shape.rank > 0:
+        return operand  # a scalar bound of clamp (or predicate of select) fits any shape
     if operand.opcode in _REARRANGES and _equivalent(operand, rearrange):
         return operand.operand(0)
     if operand.opcode == "broadcast":
