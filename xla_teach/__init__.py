@@ -9,7 +9,7 @@ The stable public surface (other tools depend on these names):
 """
 
 from xla_teach.api import execute
-from xla_teach.frontend.autodiff import grad, value_and_grad
+from xla_teach.frontend.autodiff import grad, jvp, value_and_grad, vjp
 from xla_teach.frontend.errors import CompilationError
 from xla_teach.frontend.jit import jit
 from xla_teach.hlo.builder import XlaBuilder
@@ -34,9 +34,11 @@ __all__ = [
     "Shape",
     "grad",
     "jit",
+    "jvp",
     "XlaBuilder",
     "execute",
     "parse_hlo",
     "parse_shape",
     "value_and_grad",
+    "vjp",
 ]

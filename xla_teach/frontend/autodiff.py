@@ -15,8 +15,15 @@ metadata, and it is dumped, optimized and fused like any other module. Since the
 backward pass is built from the same primitives, it is recorded by any *outer*
 tape too: ``grad(grad(f))`` works.
 
-Loops (``while_loop``, ``fori_loop``, ``scan``) and ``cond`` are not
-differentiable here; a gradient flowing into one raises :class:`CompilationError`.
+Control flow is differentiated as JAX does it (rules in
+:mod:`xla_teach.frontend.control_flow_autodiff`): ``cond``/``switch`` become a
+``conditional`` whose branches compute each branch's VJP; ``scan`` and ``fori_loop``
+with Python-int bounds store every iteration's carry in stacked buffers, and a
+backward loop walks them in reverse. A ``while_loop`` (trip count decided at run
+time) raises :class:`CompilationError`: there is no size for those buffers.
+
+Outside ``jit``, ``grad``, ``value_and_grad``, ``vjp`` and ``jvp`` compile themselves
+with ``jit`` and return NumPy arrays.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from xla_teach.frontend import dtypes
+from xla_teach.frontend import dtypes, tracer
 from xla_teach.frontend.errors import CompilationError
 from xla_teach.frontend.pytree import tree_flatten, tree_unflatten
 from xla_teach.frontend.tracer import Primitive, Tape, Tracer, bind, current_context, name_scope, recording
@@ -40,6 +47,13 @@ def needs_grad(t: Tracer) -> bool:
     return not _TRANSPOSING or id(t) in _TRANSPOSING[-1].tracked
 
 
+def is_recorded(tracers: Sequence[Tracer]) -> bool:
+    """Whether a tape of the current trace tracks one of ``tracers``: a gradient may flow
+    through an operation on them (loops then store what their backward pass needs)."""
+    ctx = current_context()
+    return any(tape.ctx is ctx and any(id(t) in tape.tracked for t in tracers) for tape in tracer._TAPES)
+
+
 def backward_pass(tape: Tape, outputs: Sequence[Tracer], seeds: Sequence[Tracer]) -> dict[int, Tracer]:
     """Cotangents of every tracked value, given the cotangents (``seeds``) of ``outputs``."""
     _TRANSPOSING.append(tape)
@@ -50,7 +64,11 @@ def backward_pass(tape: Tape, outputs: Sequence[Tracer], seeds: Sequence[Tracer]
 
 
 def _backward_pass(tape: Tape, outputs: Sequence[Tracer], seeds: Sequence[Tracer]) -> dict[int, Tracer]:
-    from xla_teach.frontend import autodiff_rules  # noqa: F401 - registers the rules
+    from xla_teach.frontend import (  # noqa: F401 - importing them registers the rules
+        autodiff_rules,
+        autodiff_rules_indexing,
+        autodiff_rules_window,
+    )
     from xla_teach.frontend.numpy_api import add
 
     cts: dict[int, Tracer] = {}
@@ -180,12 +198,17 @@ def grad(fn: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool
 
 def vjp(fn: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     """``(f(*primals), vjp_fn)`` where ``vjp_fn(cotangent)`` returns one cotangent per
-    primal. Inside ``jit`` only (the pullback emits HLO into the same trace)."""
+    primal (``(out, vjp_fn, aux)`` with ``has_aux=True``). Inside ``jit`` the pullback
+    emits HLO into the same trace; outside, everything is compiled and NumPy arrays
+    come back (``vjp_fn`` then compiles a module that recomputes the forward pass)."""
+    if current_context() is None:
+        return _vjp_eager(fn, primals, has_aux)
+    return _vjp_traced(fn, primals, has_aux)
+
+
+def _vjp_traced(fn: Callable[..., Any], primals: Sequence[Any], has_aux: bool) -> Any:
     ctx = current_context()
-    if ctx is None:
-        raise CompilationError("vjp outside jit", "the pullback adds instructions to the program being traced, "
-                               "so there must be one", "call vjp inside a jitted function (or use grad, "
-                               "which compiles itself when called outside jit)")
+    assert ctx is not None
     tape = Tape(ctx)
     trees = []
     fresh_args = []
@@ -198,6 +221,8 @@ def vjp(fn: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
         fresh_args.append(tree_unflatten(tree, fresh))
     with recording(tape):
         result = fn(*fresh_args)
+    if has_aux and not (isinstance(result, tuple) and len(result) == 2):
+        raise ValueError("vjp with has_aux=True needs the function to return (output, aux)")
     out, aux = result if has_aux else (result, None)
     out_leaves, out_tree = tree_flatten(out)
     out_tracers = [ctx.lift(leaf) for leaf in out_leaves]
@@ -208,7 +233,12 @@ def vjp(fn: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
         ct_leaves, ct_tree = tree_flatten(cotangent)
         if ct_tree != out_tree:
             raise ValueError(f"vjp_fn: cotangent structure {ct_tree} differs from the output's {out_tree}")
-        seeds = [astype(asarray(c), o.dtype) for c, o in zip(ct_leaves, out_tracers, strict=True)]
+        seeds = []
+        for c, o in zip(ct_leaves, out_tracers, strict=True):
+            seed = astype(asarray(c), o.dtype)
+            if seed.shape != o.shape:
+                raise ValueError(f"vjp_fn: a cotangent of shape {seed.shape} for an output of shape {o.shape}")
+            seeds.append(seed)
         cts = backward_pass(tape, out_tracers, seeds)
         return tuple(tree_unflatten(tree, [cts[id(t)] if id(t) in cts else zeros_like(t) for t in fresh])
                      for fresh, tree in trees)
@@ -217,14 +247,59 @@ def vjp(fn: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     return (out_value, vjp_fn, aux) if has_aux else (out_value, vjp_fn)
 
 
+def _vjp_eager(fn: Callable[..., Any], primals: Sequence[Any], has_aux: bool) -> Any:
+    """``vjp`` outside ``jit``: one compiled module for the forward pass, one (compiled on
+    first use) for the pullback, as ``grad`` compiles itself."""
+    from xla_teach.frontend.jit import jit
+
+    name = getattr(fn, "__name__", "fn").replace("<lambda>", "lambda")
+
+    def forward(*args: Any) -> Any:
+        return fn(*args)
+
+    def pullback(args: tuple[Any, ...], cotangent: Any) -> Any:
+        return _vjp_traced(fn, args, has_aux)[1](cotangent)
+
+    forward.__name__, pullback.__name__ = name, f"vjp_{name}"
+    result = jit(forward)(*primals)
+    out, aux = result if has_aux else (result, None)
+    pullback_jit = jit(pullback)
+
+    def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
+        return pullback_jit(tuple(primals), cotangent)
+
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
 def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
     """Forward mode, ``(f(*primals), J @ tangents)``, computed by the transpose trick:
     ``u -> vjp_fn(u) . tangents`` is linear in ``u`` with gradient ``J @ tangents``,
-    so the JVP is the reverse-mode gradient of the VJP. Inside ``jit`` only."""
+    so the JVP is the reverse-mode gradient of the VJP. Outside ``jit`` it compiles
+    itself and returns NumPy arrays."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents (one tangent per primal)")
+    if current_context() is None:
+        from xla_teach.frontend.jit import jit
+
+        def jvp_fn(p: tuple[Any, ...], t: tuple[Any, ...]) -> tuple[Any, Any]:
+            return jvp(fn, p, t)
+
+        jvp_fn.__name__ = "jvp_" + getattr(fn, "__name__", "fn").replace("<lambda>", "lambda")
+        return jit(jvp_fn)(primals, tangents)
+    return _jvp_traced(fn, primals, tangents)
+
+
+def _jvp_traced(fn: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
     from xla_teach.frontend.numpy_api import multiply, zeros_like
     from xla_teach.frontend.numpy_api_reduce import sum as xsum
 
-    out, vjp_fn = vjp(fn, *primals)
+    for p, t in zip(primals, tangents, strict=True):
+        p_shapes = [np.shape(v) for v in tree_flatten(p)[0]]
+        t_shapes = [np.shape(v) for v in tree_flatten(t)[0]]
+        if p_shapes != t_shapes:
+            raise ValueError(f"jvp: tangent shapes {t_shapes} differ from the primal shapes {p_shapes}")
+    out, vjp_fn = _vjp_traced(fn, primals, False)
     out_leaves, out_tree = tree_flatten(out)
 
     def pairing(*u_leaves: Any) -> Any:

@@ -6,8 +6,10 @@ A rule is ``rule(cts, inputs, outputs, **params) -> [ct_input_0, ...]`` where
 and a returned None means "no gradient for this input". Rules are written with the
 ``xnp`` functions and primitives, so the backward pass is ordinary traced HLO --
 and can itself be differentiated. Most rules are the textbook derivatives; the
-structural ones (``dot_general``, ``conv_general_dilated``, ``gather``, ``pad``,
-``reduce_window``) follow JAX's transpose rules.
+structural ones (``dot_general``, ``pad``, ``slice``) follow JAX's transpose rules.
+Windows and convolutions have theirs in :mod:`~xla_teach.frontend.autodiff_rules_window`,
+gather/scatter/sort in :mod:`~xla_teach.frontend.autodiff_rules_indexing`, loops and
+conditionals in :mod:`~xla_teach.frontend.control_flow_autodiff`.
 """
 
 from __future__ import annotations
@@ -22,18 +24,16 @@ import numpy as np
 from xla_teach.frontend import dtypes
 from xla_teach.frontend import primitives as P
 from xla_teach.frontend.autodiff import needs_grad
-from xla_teach.frontend.errors import CompilationError
 from xla_teach.frontend.numpy_api import (
+    absolute,
     add,
     astype,
     cos,
     equal,
     exp,
+    floor,
     greater,
-    greater_equal,
-    less_equal,
     log,
-    logical_and,
     multiply,
     negative,
     sign,
@@ -41,26 +41,25 @@ from xla_teach.frontend.numpy_api import (
     subtract,
     true_divide,
     where,
-    zeros,
     zeros_like,
 )
-from xla_teach.frontend.numpy_api_reduce import argsort
 from xla_teach.frontend.numpy_api_reduce import sum as xsum
 from xla_teach.frontend.numpy_api_shape import transpose
-from xla_teach.frontend.tracer import Tracer, bind
-from xla_teach.hlo.attributes import ConvDimensionNumbers
+from xla_teach.frontend.tracer import Primitive, Tracer, bind
 
 Rule = Callable[..., Sequence[Tracer | None]]
 
 
-def defvjp(name: str, single: bool = True) -> Callable[[Rule], Rule]:
-    """Attach a rule to a primitive. ``single``: the rule takes ``(ct, inputs, out)``."""
+def defvjp(prim: str | Primitive, single: bool = True) -> Callable[[Rule], Rule]:
+    """Attach a rule to a primitive (given by name, or itself). ``single``: the rule
+    takes ``(ct, inputs, out)``."""
+    target = P.PRIMITIVES[prim] if isinstance(prim, str) else prim
+
     def register(rule: Rule) -> Rule:
         if single:
-            P.PRIMITIVES[name].vjp = lambda cts, inputs, outputs, **params: rule(cts[0], inputs, outputs[0],
-                                                                                    **params)
+            target.vjp = lambda cts, inputs, outputs, **params: rule(cts[0], inputs, outputs[0], **params)
         else:
-            P.PRIMITIVES[name].vjp = rule
+            target.vjp = rule
         return rule
     return register
 
@@ -101,6 +100,14 @@ def _pow(ct: Tracer, xs: list[Tracer], out: Tracer) -> list[Tracer]:
     dx = multiply(ct, multiply(y, bind(P.PRIMITIVES["pow"], x, subtract(y, 1.0))))
     safe_log = log(where(greater(x, 0.0), x, 1.0))  # d/dy x**y = log(x) x**y, 0 where x <= 0
     return [dx, multiply(ct, multiply(out, safe_log))]
+
+
+@defvjp("rem")
+def _rem(ct: Tracer, xs: list[Tracer], out: Tracer) -> list[Tracer]:
+    """``rem(x, y) = x - y * trunc(x / y)``; the truncated quotient is piecewise constant."""
+    x, y = xs
+    q = true_divide(x, y)
+    return [ct, negative(multiply(ct, multiply(sign(q), floor(absolute(q)))))]
 
 
 @defvjp("atan2")
@@ -234,45 +241,6 @@ def _reduce_prod(ct: Tracer, xs: list[Tracer], out: Tracer, axes: Sequence[int])
     return [true_divide(_broadcast_back(multiply(ct, out), x.shape, axes), x)]
 
 
-def _dilate_shape(shape: Sequence[int], dilation: Sequence[int]) -> list[int]:
-    return [0 if d == 0 else 1 + r * (d - 1) for d, r in zip(shape, dilation, strict=True)]
-
-
-def conv_vjp_lhs_padding(in_shape: Sequence[int], window: Sequence[int], strides: Sequence[int],
-                         out_shape: Sequence[int], padding: Sequence[tuple[int, int]],
-                         lhs_dilation: Sequence[int], rhs_dilation: Sequence[int]) -> list[tuple[int, int]]:
-    """Padding that makes a stride-1 window pass over the (dilated) cotangent produce the
-    input's shape: the transpose of a strided, padded window op (JAX's helper)."""
-    lhs_d = _dilate_shape(in_shape, lhs_dilation)
-    rhs_d = _dilate_shape(window, rhs_dilation)
-    out_d = _dilate_shape(out_shape, strides)
-    before = [r - lo - 1 for r, (lo, _) in zip(rhs_d, padding, strict=True)]
-    after = [ld + r - 1 - od - b for ld, r, od, b in zip(lhs_d, rhs_d, out_d, before, strict=True)]
-    return list(zip(before, after, strict=True))
-
-
-@defvjp("reduce_window")
-def _reduce_window(ct: Tracer, xs: list[Tracer], out: Tracer, kind: str, window: Sequence[int],
-                   strides: Sequence[int], padding: Sequence[tuple[int, int]], base_dilation: Any = None,
-                   window_dilation: Any = None) -> list[Tracer]:
-    x = xs[0]
-    ones = [1] * x.ndim
-    if kind == "sum":
-        pads = conv_vjp_lhs_padding(x.shape, window, strides, ct.shape, padding, base_dilation or ones,
-                                    window_dilation or ones)
-        padded = _pad(ct, np.zeros((), ct.dtype), [(lo, hi, s - 1) for (lo, hi), s in zip(pads, strides,
-                                                                                           strict=True)])
-        return [bind(P.reduce_window_p, padded, kind="sum", window=tuple(window),
-                     strides=tuple(base_dilation or ones), padding=((0, 0),) * x.ndim,
-                     window_dilation=window_dilation)]
-    if kind == "max" and not base_dilation and not window_dilation:
-        return [bind(P.select_and_scatter_add_p, ct, x, window=tuple(window), strides=tuple(strides),
-                     padding=tuple(padding))]
-    raise CompilationError(f"differentiating reduce_window ({kind})", "no reverse-mode rule for this window "
-                           "reduction (only sum, and max without dilation, are differentiable)",
-                           "use a sum/mean or max window", location=None)
-
-
 # ---- contractions ------------------------------------------------------------------------------------
 def _ranges_like(*xs: Sequence[int]) -> list[list[int]]:
     out, start = [], 0
@@ -308,130 +276,3 @@ def _dot_general(ct: Tracer, xs: list[Tracer], out: Tracer, contracting: Any, ba
     (xc, yc), (xb, yb) = contracting, batch
     return [_dot_transpose_lhs(ct, x.ndim, y, xc, yc, xb, yb) if needs_grad(x) else None,
             _dot_transpose_lhs(ct, y.ndim, x, yc, xc, yb, xb, swap_ans=True) if needs_grad(y) else None]
-
-
-def _specs(dim_labels: str) -> tuple[list[int], list[int], list[int]]:
-    d = ConvDimensionNumbers.from_text(dim_labels)
-    return ([d.input_batch_dimension, d.input_feature_dimension, *d.input_spatial_dimensions],
-            [d.kernel_output_feature_dimension, d.kernel_input_feature_dimension, *d.kernel_spatial_dimensions],
-            [d.output_batch_dimension, d.output_feature_dimension, *d.output_spatial_dimensions])
-
-
-def _labels(lhs: Sequence[int], rhs: Sequence[int], out: Sequence[int]) -> str:
-    def one(spec: Sequence[int], first: str, second: str) -> str:
-        chars = [""] * len(spec)
-        chars[spec[0]], chars[spec[1]] = first, second
-        for k, d in enumerate(spec[2:]):
-            chars[d] = str(k)
-        return "".join(chars)
-    return f"{one(lhs, 'b', 'f')}_{one(rhs, 'o', 'i')}->{one(out, 'b', 'f')}"
-
-
-def _swap(spec: Sequence[int]) -> list[int]:
-    return [spec[1], spec[0], *spec[2:]]
-
-
-@defvjp("conv_general_dilated")
-def _conv(ct: Tracer, xs: list[Tracer], out: Tracer, strides: Sequence[int], padding: Sequence[tuple[int, int]],
-          lhs_dilation: Sequence[int], rhs_dilation: Sequence[int], dim_labels: str,
-          feature_group_count: int = 1) -> list[Tracer]:
-    if feature_group_count != 1:
-        raise CompilationError("differentiating a grouped convolution", "feature_group_count > 1 has no "
-                               "reverse-mode rule in xla_teach", "use feature_group_count=1", location=None)
-    lhs, rhs = xs
-    lhs_spec, rhs_spec, out_spec = _specs(dim_labels)
-    lhs_sp = [lhs.shape[d] for d in lhs_spec[2:]]
-    rhs_sp = [rhs.shape[d] for d in rhs_spec[2:]]
-    out_sp = [ct.shape[d] for d in out_spec[2:]]
-    ct_lhs = ct_rhs = None
-    # d/d lhs: a convolution of the cotangent with the spatially reversed kernel.
-    if needs_grad(lhs):
-        ct_lhs = _conv_lhs(ct, rhs, lhs_sp, rhs_sp, out_sp, strides, padding, lhs_dilation, rhs_dilation,
-                           lhs_spec, rhs_spec, out_spec)
-    # d/d rhs: a convolution of the input with the cotangent (batch and feature roles swapped).
-    if needs_grad(rhs):
-        ct_rhs = _conv_rhs(ct, lhs, lhs_sp, rhs_sp, out_sp, strides, padding, lhs_dilation, rhs_dilation,
-                           lhs_spec, rhs_spec, out_spec)
-    return [ct_lhs, ct_rhs]
-
-
-def _conv_lhs(ct: Tracer, rhs: Tracer, lhs_sp: list[int], rhs_sp: list[int], out_sp: list[int],
-              strides: Sequence[int], padding: Sequence[tuple[int, int]], lhs_dilation: Sequence[int],
-              rhs_dilation: Sequence[int], lhs_spec: list[int], rhs_spec: list[int], out_spec: list[int]) -> Tracer:
-    pads = conv_vjp_lhs_padding(lhs_sp, rhs_sp, strides, out_sp, padding, lhs_dilation, rhs_dilation)
-    reversed_kernel = bind(P.reverse_p, rhs, dimensions=tuple(rhs_spec[2:]))
-    ct_lhs = bind(P.conv_general_dilated_p, ct, reversed_kernel, strides=tuple(lhs_dilation), padding=tuple(pads),
-                  lhs_dilation=tuple(strides), rhs_dilation=tuple(rhs_dilation),
-                  dim_labels=_labels(out_spec, _swap(rhs_spec), lhs_spec))
-    return ct_lhs
-
-
-def _conv_rhs(ct: Tracer, lhs: Tracer, lhs_sp: list[int], rhs_sp: list[int], out_sp: list[int],
-              strides: Sequence[int], padding: Sequence[tuple[int, int]], lhs_dilation: Sequence[int],
-              rhs_dilation: Sequence[int], lhs_spec: list[int], rhs_spec: list[int], out_spec: list[int]) -> Tracer:
-    lhs_d = _dilate_shape(lhs_sp, lhs_dilation)
-    rhs_d = _dilate_shape(rhs_sp, rhs_dilation)
-    out_d = _dilate_shape(out_sp, strides)
-    pads_lo = [lo for lo, _ in padding]
-    pads_hi = [od - ld + (rd - lo - 1) for od, ld, rd, lo in zip(out_d, lhs_d, rhs_d, pads_lo, strict=True)]
-    ct_rhs = bind(P.conv_general_dilated_p, lhs, ct, strides=tuple(rhs_dilation),
-                  padding=tuple(zip(pads_lo, pads_hi, strict=True)), lhs_dilation=tuple(lhs_dilation),
-                  rhs_dilation=tuple(strides), dim_labels=_labels(_swap(lhs_spec), _swap(out_spec), _swap(rhs_spec)))
-    return ct_rhs
-
-
-# ---- gather / scatter / sort ------------------------------------------------------------------------
-@defvjp("gather")
-def _gather(ct: Tracer, xs: list[Tracer], out: Tracer, offset_dims: Sequence[int],
-            collapsed_slice_dims: Sequence[int], start_index_map: Sequence[int],
-            slice_sizes: Sequence[int]) -> list[Tracer | None]:
-    """The transpose of a gather is a scatter-add of the cotangent into zeros."""
-    x, indices = xs
-    ct_x = bind(P.scatter_p, zeros(x.shape, x.dtype), indices, ct, mode="add", update_window_dims=offset_dims,
-                inserted_window_dims=collapsed_slice_dims, scatter_dims_to_operand_dims=start_index_map)
-    return [ct_x, None]
-
-
-@defvjp("scatter")
-def _scatter(ct: Tracer, xs: list[Tracer], out: Tracer, mode: str, update_window_dims: Sequence[int],
-             inserted_window_dims: Sequence[int], scatter_dims_to_operand_dims: Sequence[int]) -> list[Any]:
-    x, indices, updates = xs
-    if mode not in ("set", "add"):
-        raise CompilationError(f"differentiating x.at[...].{mode}(...)", "only .set and .add updates have "
-                               "reverse-mode rules in xla_teach", "express the update with .set/.add and "
-                               "xnp arithmetic", location=None)
-    window_dims = [d for d in range(x.ndim) if d not in inserted_window_dims]
-    slice_sizes = [1] * x.ndim
-    for k, d in enumerate(window_dims):
-        slice_sizes[d] = updates.shape[update_window_dims[k]]
-    ct_updates = bind(P.gather_p, ct, indices, offset_dims=tuple(update_window_dims),
-                      collapsed_slice_dims=tuple(inserted_window_dims),
-                      start_index_map=tuple(scatter_dims_to_operand_dims), slice_sizes=tuple(slice_sizes))
-    # A scatter drops out-of-range updates, a gather clamps: dropped updates get no gradient.
-    valid = None
-    for k, d in enumerate(scatter_dims_to_operand_dims):
-        column = bind(P.slice_p, indices, start=(0,) * (indices.ndim - 1) + (k,),
-                      limit=indices.shape[:-1] + (k + 1,), strides=(1,) * indices.ndim)
-        column = bind(P.reshape_p, column, new_sizes=indices.shape[:-1])
-        ok = logical_and(greater_equal(column, 0), less_equal(column, x.shape[d] - slice_sizes[d]))
-        valid = ok if valid is None else logical_and(valid, ok)
-    if valid is not None:
-        batch_dims = tuple(d for d in range(updates.ndim) if d not in update_window_dims)
-        mask = bind(P.broadcast_in_dim_p, valid, shape=updates.shape, dims=batch_dims)
-        ct_updates = where(mask, ct_updates, zeros_like(ct_updates))
-    if mode == "add":
-        return [ct, None, ct_updates]
-    ct_x = bind(P.scatter_p, ct, indices, zeros_like(updates), mode="set", update_window_dims=update_window_dims,
-                inserted_window_dims=inserted_window_dims, scatter_dims_to_operand_dims=scatter_dims_to_operand_dims)
-    return [ct_x, None, ct_updates]
-
-
-@defvjp("sort", single=False)
-def _sort(cts: list[Tracer | None], xs: list[Tracer], outs: list[Tracer], dimension: int) -> list[Tracer | None]:
-    """Values moved from position perm[j] to j; their cotangents move back with the
-    inverse permutation (``argsort(perm)``)."""
-    from xla_teach.frontend.indexing import take_along_axis
-
-    perm = outs[-1]
-    inverse = argsort(perm, axis=dimension)
-    return [None if ct is None else take_along_axis(ct, inverse, dimension) for ct in cts]

@@ -10,6 +10,14 @@ are passed into the loop as extra elements of its state tuple, as JAX's closure
 conversion does. Each body is first traced into a computation of its own whose
 parameters are the loop state and the captures, then spliced into the wrapper that
 HLO wants (one tuple parameter, unpacked with ``get-tuple-element``).
+
+Autodiff (:mod:`xla_teach.frontend.control_flow_autodiff`): ``scan`` and ``fori_loop``
+with Python-int bounds share one loop, :func:`~xla_teach.frontend.scan_loop.scan_loop`,
+whose trip count is known while tracing. When a gradient may flow through it, that loop also stores the carry
+of every iteration in stacked buffers, and its reverse-mode rule is a second
+``scan_loop`` that walks them backwards. ``cond``/``switch`` transpose into another
+``conditional``. A ``while_loop`` is not reverse-differentiable: its trip count is
+decided at run time, so there is no buffer size to store the iterations in.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from xla_teach.frontend import dtypes
-from xla_teach.frontend.errors import CompilationError
+from xla_teach.frontend.errors import CompilationError, SourceLocation, user_frame
 from xla_teach.frontend.pytree import PyTreeDef, tree_flatten, tree_unflatten
 from xla_teach.frontend.tracer import (
     Primitive,
@@ -30,7 +38,6 @@ from xla_teach.frontend.tracer import (
     Tracer,
     bind,
     current_context,
-    eval_shape,
     push_context,
 )
 from xla_teach.hlo.builder import XlaBuilder, XlaOp
@@ -153,12 +160,21 @@ def _elements_of(sub: XlaBuilder, result: XlaOp, n: int) -> list[XlaOp]:
 def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any) -> Any:
     """``val = init_val; while cond_fun(val): val = body_fun(val); return val`` as one
     HLO ``while``. ``val`` is any pytree of arrays; its shapes and dtypes are fixed.
-    Not differentiable (reverse mode would need every iteration's state)."""
+    Not reverse-differentiable: the trip count is only known at run time, so there is
+    no buffer size for storing each iteration's state (use ``fori_loop``/``scan``)."""
     ctx = current_context()
     if ctx is None:
         from xla_teach.frontend.numpy_api import eager_call
 
         return eager_call(lambda v: while_loop(cond_fun, body_fun, v), (init_val,), {})
+    return _while(cond_fun, body_fun, init_val, "while_loop")
+
+
+def _while(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any, what: str) -> Any:
+    """One HLO ``while``; ``what`` names the user's call in the gradient error."""
+    ctx = current_context()
+    assert ctx is not None
+    location = user_frame()  # where the loop is written: the gradient error points here
     leaves, tree = tree_flatten(init_val)
     init = [ctx.lift(leaf) for leaf in leaves]
     avals = [ShapedArray(t.shape, t.dtype, False) for t in init]
@@ -186,22 +202,53 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
         loop = b.while_loop(cond_comp, body_comp, state)
         return [b.get_tuple_element(loop, i) for i in range(n)]
 
-    prim = Primitive("while", lower, multiple_results=True,
-                     nondiff_reason="while_loop/fori_loop/scan are not reverse-differentiable in xla_teach "
-                     "(reverse mode would have to store every iteration's state)")
+    prim = Primitive("while", lower, multiple_results=True)
+    prim.vjp = _while_not_differentiable(what, location)
     outs = bind(prim, *init, *captures)
     return tree_unflatten(tree, outs)
 
 
+def _while_not_differentiable(what: str, location: SourceLocation | None) -> Callable[..., Any]:
+    """The reverse-mode "rule" of a ``while``: a clear error at the loop's source line."""
+    def rule(cts: Sequence[Any], inputs: Sequence[Tracer], outputs: Sequence[Tracer]) -> list[Any]:
+        raise CompilationError(
+            f"differentiating {what}", "reverse-mode autodiff has to store the state of every iteration "
+            "(the backward pass walks the iterations in reverse), so it needs the number of iterations while "
+            "tracing; this loop's trip count is decided by a traced value at run time",
+            "use fori_loop with Python-int bounds or scan (their trip count is known while tracing), or cut "
+            "the gradient with stop_gradient", location=location)
+    return rule
+
+
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any) -> Any:
-    """``for i in range(lower, upper): val = body_fun(i, val)`` as an HLO ``while``
-    whose state is ``(i, val)``; ``i`` is int32."""
+    """``for i in range(lower, upper): val = body_fun(i, val)``; ``i`` is int32.
+
+    With Python-int bounds (the trip count is known while tracing) this is a
+    :func:`~xla_teach.frontend.scan_loop.scan_loop` -- reverse-differentiable, as in JAX. With a traced bound it is
+    an HLO ``while`` whose state is ``(i, val)`` (not reverse-differentiable)."""
     from xla_teach.frontend.numpy_api import add, asarray, astype, less
 
     if current_context() is None:
         from xla_teach.frontend.numpy_api import eager_call
 
         return eager_call(lambda v: fori_loop(lower, upper, body_fun, v), (init_val,), {})
+
+    if not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
+        first = int(np.asarray(lower))
+        leaves, tree = tree_flatten(init_val)
+
+        def step(index: Tracer, carry: list[Tracer], xs: list[Tracer]) -> tuple[list[Any], list[Any]]:
+            i = add(index, np.int32(first)) if first else index
+            new_leaves, new_tree = tree_flatten(body_fun(i, tree_unflatten(tree, carry)))
+            if new_tree != tree:
+                raise CompilationError("fori_loop", f"body_fun returned structure {new_tree}, but the loop state "
+                                       f"is {tree}", "return the state with the same structure")
+            return new_leaves, []
+
+        from xla_teach.frontend.scan_loop import scan_loop
+
+        carry, _ = scan_loop(step, leaves, [], max(int(np.asarray(upper)) - first, 0), False, "fori_loop")
+        return tree_unflatten(tree, carry)
 
     start = astype(asarray(lower), np.int32)
     stop = astype(asarray(upper), np.int32) if isinstance(upper, Tracer) else upper
@@ -213,7 +260,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
         i, val = state
         return add(i, np.int32(1)), body_fun(i, val)
 
-    return while_loop(cond, body, (start, init_val))[1]
+    return _while(cond, body, (start, init_val), "fori_loop with a traced bound")[1]
 
 
 def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, length: int | None = None,
@@ -221,10 +268,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, le
     """JAX's ``scan``: ``carry, y = f(carry, x)`` for each ``x`` in ``xs`` (sliced along
     the leading axis); returns the final carry and the stacked ``y``s. Lowers to an
     HLO ``while`` that reads ``xs[i]`` with ``dynamic-slice`` and writes ``ys[i]``
-    with ``dynamic-update-slice``."""
-    from xla_teach.frontend.indexing import getitem, scatter_update
-    from xla_teach.frontend.numpy_api import add, subtract, zeros
-
+    with ``dynamic-update-slice`` (see :func:`~xla_teach.frontend.scan_loop.scan_loop`)."""
     ctx = current_context()
     if ctx is None:
         from xla_teach.frontend.numpy_api import eager_call
@@ -236,29 +280,23 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, le
     if len(lengths) != 1 or any(x.ndim == 0 for x in x_leaves):
         raise ValueError(f"scan: xs leaves need one common leading length (and length= must match), got "
                          f"{[x.shape for x in x_leaves]} with length={length}")
-    n = lengths.pop()
+    c_leaves, c_tree = tree_flatten(init)
+    y_trees: list[PyTreeDef] = []
 
-    def step_at(carry: Any, i: Any) -> tuple[Any, Any]:
-        index = subtract(n - 1, i) if reverse else i
-        x = tree_unflatten(x_tree, [getitem(leaf, index) for leaf in x_leaves])
-        return f(carry, x)
+    def step(index: Tracer, carry: list[Tracer], x: list[Tracer]) -> tuple[list[Any], list[Any]]:
+        new_carry, y = f(tree_unflatten(c_tree, carry), tree_unflatten(x_tree, x))
+        carry_leaves, tree = tree_flatten(new_carry)
+        if tree != c_tree:
+            raise CompilationError("scan", f"f returned the carry structure {tree}, but the initial carry is "
+                                   f"{c_tree}", "return the carry with the same structure")
+        y_leaves, y_tree = tree_flatten(y)
+        y_trees.append(y_tree)
+        return carry_leaves, y_leaves
 
-    y_avals = eval_shape(lambda c: step_at(c, np.int32(0))[1], init)
-    y_leaves_avals, y_tree = tree_flatten(y_avals)
-    ys0 = [zeros((n, *a.shape), a.dtype) for a in y_leaves_avals]
+    from xla_teach.frontend.scan_loop import scan_loop
 
-    def body(state: tuple[Any, Any, Any]) -> Any:
-        i, carry, ys = state
-        new_carry, y = step_at(carry, i)
-        index = subtract(n - 1, i) if reverse else i
-        y_leaves = tree_flatten(y)[0]
-        ys = [scatter_update(buf, index, leaf, "set") for buf, leaf in zip(ys, y_leaves, strict=True)]
-        return add(i, np.int32(1)), new_carry, ys
-
-    from xla_teach.frontend.numpy_api import less
-
-    _, carry, ys = while_loop(lambda s: less(s[0], n), body, (np.int32(0), init, ys0))
-    return carry, tree_unflatten(y_tree, ys)
+    carry, ys = scan_loop(step, c_leaves, x_leaves, lengths.pop(), reverse, "scan")
+    return tree_unflatten(c_tree, carry), tree_unflatten(y_trees[0], ys)
 
 
 def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
@@ -297,6 +335,8 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
 
 
 def _conditional(selector: Tracer, branches: list[Callable[..., Any]], operands: Sequence[Any]) -> Any:
+    from xla_teach.frontend.autodiff import is_recorded
+
     ctx = current_context()
     assert ctx is not None
     leaves, tree = tree_flatten(tuple(operands))
@@ -332,9 +372,12 @@ def _conditional(selector: Tracer, branches: list[Callable[..., Any]], operands:
             result = b.indexed_conditional(selector_op, comps, tuples)
         return [b.get_tuple_element(result, i) for i in range(n_out)]
 
-    prim = Primitive("cond", lower, multiple_results=True,
-                     nondiff_reason="cond/switch are not reverse-differentiable in xla_teach; use xnp.where "
-                     "(which computes both sides) for a differentiable choice")
+    prim = Primitive("cond", lower, multiple_results=True)
+    if is_recorded([*ops_in, *captured_all]):
+        from xla_teach.frontend.control_flow_autodiff import cond_transpose_rule
+
+        flat_branches = [lambda *xs, fn=fn: tree_flatten(fn(*tree_unflatten(tree, xs)))[0] for fn in branches]
+        prim.vjp = cond_transpose_rule(flat_branches, captured_all)
     outs = bind(prim, selector, *ops_in, *captured_all)
     return tree_unflatten(first.out_tree, outs)
 

@@ -1,0 +1,135 @@
+"""``scan_loop``: the loop behind ``scan`` and ``fori_loop``, with a trip count known
+while tracing -- which is what makes it reverse-differentiable.
+
+The HLO it builds for ``carry, ys = scan(f, init, xs)`` (state after the counter:
+carries, stacked outputs, inputs, captured values)::
+
+    region_body (state: (s32[], f32[4], f32[N,4], f32[N,4], f32[N,4])) -> (...) {
+      i = s32[] get-tuple-element(state), index=0
+      x_i = f32[1,4] dynamic-slice(xs, i, 0)          // read xs[i]
+      ... the traced step f(carry, x_i) ...
+      ys = f32[N,4] dynamic-update-slice(ys, y, i, 0)  // write ys[i]
+      carries = f32[N,4] dynamic-update-slice(carries, carry, i, 0)  // only when differentiating
+      ROOT tuple(i + 1, new_carry, ys, carries, xs)
+    }
+
+``carries`` is there only when a gradient may flow through the loop: row ``i`` holds
+the carry iteration ``i`` *received*. The backward pass (a second ``scan_loop``,
+:mod:`xla_teach.frontend.control_flow_autodiff`) walks the rows in reverse and
+recomputes each step from its stored carry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from xla_teach.frontend.control_flow import ClosedTrace, _elements_of, _match_avals, _splice, trace_closed
+from xla_teach.frontend.tracer import Primitive, ShapedArray, Tracer, bind, current_context
+from xla_teach.hlo.builder import XlaBuilder, XlaOp
+from xla_teach.hlo.ir import HloComputation
+from xla_teach.hlo.shape import Shape
+
+ScanStep = Callable[[Tracer, list[Tracer], list[Tracer]], tuple[list[Any], list[Any]]]
+
+
+def scan_loop(step: ScanStep, init: Sequence[Any], xs: Sequence[Any], length: int, reverse: bool,
+              what: str) -> tuple[list[Tracer], list[Tracer]]:
+    """The loop behind ``scan`` and ``fori_loop``, on flat lists of arrays.
+
+    ``step(index, carry, x) -> (carry, y)`` runs for ``index = 0 .. length-1`` (in
+    reverse with ``reverse``); ``x`` is ``xs[index]`` and ``y`` is written to
+    ``ys[index]``. Returns ``(final carry, ys)``. It lowers to one HLO ``while`` whose
+    state is ``(i, carry..., ys..., [carries...], xs..., captures...)``. When a
+    gradient may flow through the loop (a tape is recording one of its inputs), the
+    state also holds ``carries``: one buffer per carry, of shape ``(length, ...)``,
+    into which iteration ``index`` writes the carry it *received*. The reverse-mode
+    rule reads them back (:mod:`xla_teach.frontend.control_flow_autodiff`).
+    """
+    from xla_teach.frontend.autodiff import is_recorded
+
+    ctx = current_context()
+    assert ctx is not None
+    init_t = [ctx.lift(v) for v in init]
+    xs_t = [ctx.lift(x) for x in xs]
+    carry_avals = [ShapedArray(t.shape, t.dtype, False) for t in init_t]
+    x_avals = [ShapedArray(x.shape[1:], x.dtype, False) for x in xs_t]
+    n_c = len(init_t)
+
+    def body(index: Tracer, *flat: Tracer) -> list[Tracer]:
+        new_carry, y = step(index, list(flat[:n_c]), list(flat[n_c:]))
+        sub = current_context()
+        assert sub is not None
+        return _match_avals([sub.lift(c) for c in new_carry], carry_avals, what) + [sub.lift(v) for v in y]
+
+    index_aval = ShapedArray((), np.dtype(np.int32), False)
+    closed = trace_closed(body, [index_aval, *carry_avals, *x_avals], "body")
+    y_avals = closed.out_avals[n_c:]
+    consts = list(closed.captured)
+    store = is_recorded([*init_t, *xs_t, *consts])
+    layout = _ScanLayout(length, reverse, carry_avals, y_avals, x_avals, store)
+
+    def lower(b: XlaBuilder, *ops: XlaOp) -> list[XlaOp]:
+        init_ops, x_ops, const_ops = ops[:n_c], ops[n_c:n_c + len(xs_t)], ops[n_c + len(xs_t):]
+        buffers = [_zeros(b, (length, *a.shape), a.dtype) for a in layout.buffer_avals]
+        state = b.tuple([b.constant(np.int32(0)), *init_ops, *buffers, *x_ops, *const_ops])
+        cond_b = b.create_sub_builder("region_cond")
+        counter = cond_b.get_tuple_element(cond_b.parameter(0, state.shape, "state"), 0)
+        cond_comp = cond_b.build_computation(cond_b.compare(counter, np.int32(length), "LT"))
+        loop = b.while_loop(cond_comp, _scan_body(b, state.shape, layout, closed), state)
+        return [b.get_tuple_element(loop, 1 + k) for k in range(n_c + len(layout.buffer_avals))]
+
+    prim = Primitive(what, lower, multiple_results=True)
+    if store:
+        from xla_teach.frontend.control_flow_autodiff import scan_transpose_rule
+
+        prim.vjp = scan_transpose_rule(step, consts, carry_avals, len(y_avals), length, reverse, what)
+    outs = bind(prim, *init_t, *xs_t, *consts)
+    return outs[:n_c], outs[n_c:n_c + len(y_avals)]
+
+
+@dataclass
+class _ScanLayout:
+    """What the state tuple of a :func:`scan_loop` holds, after the counter."""
+
+    length: int
+    reverse: bool
+    carry_avals: list[ShapedArray]
+    y_avals: list[ShapedArray]
+    x_avals: list[ShapedArray]
+    store_carries: bool
+
+    @property
+    def buffer_avals(self) -> list[ShapedArray]:
+        """Stacked outputs: the ``ys``, then (when storing) one buffer per carry."""
+        return self.y_avals + (self.carry_avals if self.store_carries else [])
+
+
+def _zeros(b: XlaBuilder, shape: Sequence[int], dtype: np.dtype) -> XlaOp:
+    return b.broadcast(b.constant(np.zeros((), dtype)), tuple(shape))
+
+
+def _scan_body(builder: XlaBuilder, state_shape: Shape, layout: _ScanLayout, closed: ClosedTrace) -> HloComputation:
+    """``region_body``: read ``xs[index]``, run the step, write ``ys[index]`` (and the
+    received carry into its buffer), count up."""
+    sub = builder.create_sub_builder("region_body")
+    param = sub.parameter(0, state_shape, "state")
+    elements = [sub.get_tuple_element(param, i) for i in range(len(state_shape.tuple_shapes))]
+    n_c, n_buf, n_x = len(layout.carry_avals), len(layout.buffer_avals), len(layout.x_avals)
+    i, carry = elements[0], elements[1:1 + n_c]
+    buffers = elements[1 + n_c:1 + n_c + n_buf]
+    xs = elements[1 + n_c + n_buf:1 + n_c + n_buf + n_x]
+    consts = elements[1 + n_c + n_buf + n_x:]
+    index = sub.sub(np.int32(layout.length - 1), i) if layout.reverse else i
+    x_now = [sub.reshape(sub.dynamic_slice(x, [index] + [0] * len(a.shape), (1, *a.shape)), a.shape)
+             for x, a in zip(xs, layout.x_avals, strict=True)]
+    result = _splice(closed.computation, sub, [index, *carry, *x_now, *consts])
+    outs = _elements_of(sub, result, len(closed.out_avals))
+    new_carry, ys = outs[:n_c], outs[n_c:]
+    written = ys + (carry if layout.store_carries else [])
+    buffers = [sub.dynamic_update_slice(buf, sub.reshape(v, (1, *v.dimensions)), [index] + [0] * v.rank)
+               for buf, v in zip(buffers, written, strict=True)]
+    return sub.build_computation(sub.tuple([sub.add(i, np.int32(1)), *new_carry, *buffers, *xs, *consts]))
