@@ -1,10 +1,13 @@
-"""The before/after examples in the passes' docstrings (also shown in docs/passes.md) are real.
+"""The before/after examples in the passes' docstrings are real, complete modules.
+
+Students read them first, and the docs' generated pass pages (docs/hooks/pass_pages.py) run the
+same "Before::" blocks at build time.
 
 Every pass of the default pipeline and of the CPU pipeline is covered: its module docstring's
 "Before::" block must parse, and running the pass on it must give the "After::" block (compared
-after canonical printing, then both run on the interpreter with the same inputs). A pass whose
-example cannot run on its own is listed in ``NOT_STANDALONE`` with the reason, and reported as a
-skip; a new pass with neither a runnable example nor an entry there fails the test."""
+after canonical printing, then both run on the interpreter with the same inputs). There are no
+exceptions: a new pass without a runnable example fails the test, and so does an example written
+as a fragment ("..." for the parts that do not matter, undefined operands)."""
 
 from __future__ import annotations
 
@@ -18,18 +21,6 @@ from xla_teach.backends.cpu.cpu_pipeline import cpu_pipeline
 from xla_teach.hlo.parser import parse_hlo
 from xla_teach.passes.pass_base import HloPass, HloPassPipeline
 from xla_teach.passes.pipeline import default_pipeline
-
-# Examples written as fragments ("..." for the parts that do not matter, one-line sketches).
-NOT_STANDALONE = {
-    "simplify-while-loops": "the loop's condition and the ENTRY computation are elided with '...'",
-    "while-loop-invariant-code-motion": "the condition and most of the ENTRY computation are elided with '...'",
-    "fusion": "a sketch: three parameters on one line, add_f32 not defined, the fused computation "
-              "elided with '...'",
-    "tree_reduction_rewriter": "single-instruction fragments (x, zero and add are not defined)",
-    "row-fusion": "pseudo-HLO with nested operands and literal operands (reduce(x, -inf))",
-    "reshape-to-bitcast": "inline one-instruction fragments, not blocks",
-    "dot-strategy": "single-instruction fragments (a and b are not defined)",
-}
 
 
 def _leaf_passes(pipeline: HloPassPipeline) -> list[HloPass]:
@@ -76,17 +67,14 @@ def _block(doc: str, label: str) -> str | None:
 def test_every_pipeline_pass_is_covered() -> None:
     assert {"dce", "simplify-while-loops", "while-loop-invariant-code-motion", "fusion", "multi_output_fusion",
             "hlo-memory-scheduler"} <= set(PASSES)
-    assert set(NOT_STANDALONE) <= set(PASSES), "NOT_STANDALONE names a pass no pipeline runs any more"
 
 
 @pytest.mark.parametrize("name", sorted(PASSES))
 def test_docstring_example(name: str) -> None:
-    if name in NOT_STANDALONE:
-        pytest.skip(f"{name}: the docstring example is not standalone HLO: {NOT_STANDALONE[name]}")
     doc = inspect.getdoc(sys.modules[PASSES[name].__module__]) or ""
     before, after = _block(doc, "Before"), _block(doc, "After")
     assert before is not None and after is not None, (
         f"pass {name} ({PASSES[name].__module__}) has no 'Before::'/'After::' example in its module docstring; "
-        "write one, or list the pass in NOT_STANDALONE with the reason")
+        "write one: a whole module, tiny, as XLA would print it")
     module = check_pass(PASSES[name](), before, after)
     assert module.is_scheduled == parse_hlo(after).is_scheduled

@@ -6,23 +6,47 @@ writes its result back. Fusion puts a producer and its consumer into one
 seed example ``reduce_sum(x + y*z)`` three kernels (multiply, add, reduce)
 become one, reading x, y, z once and writing a single float.
 
-Before::
+Before (three kernels: ``multiply``, ``add``, ``reduce``)::
 
-    ENTRY main {
-      x = f32[1024] parameter(0)  y = f32[1024] parameter(1)  z = f32[1024] parameter(2)
-      mul = f32[1024] multiply(y, z)
-      add = f32[1024] add(x, mul)
-      zero = f32[] constant(0)
-      ROOT sum = f32[] reduce(add, zero), dimensions={0}, to_apply=add_f32
+    add {
+      a = f32[] parameter(0)
+      b = f32[] parameter(1)
+      ROOT s = f32[] add(a, b)
     }
 
-After::
+    ENTRY main {
+      x = f32[1024] parameter(0)
+      y = f32[1024] parameter(1)
+      z = f32[1024] parameter(2)
+      mul = f32[1024] multiply(y, z)
+      sum = f32[1024] add(x, mul)
+      zero = f32[] constant(0)
+      ROOT r = f32[] reduce(sum, zero), dimensions={0}, to_apply=add
+    }
+
+After (one ``kInput`` fusion: the reduction is its root, the "hero", and its producers are
+copied into the fused computation, renamed; the parameters stay outside as the fusion's operands)::
+
+    add {
+      a = f32[] parameter(0)
+      b = f32[] parameter(1)
+      ROOT s = f32[] add(a, b)
+    }
 
     fused_computation {
-      param_0 = f32[1024] parameter(0) ... ROOT sum = f32[] reduce(add, zero) ...
+      param_2 = f32[1024] parameter(0)
+      param_3.1 = f32[1024] parameter(1)
+      param_4 = f32[1024] parameter(2)
+      mul.1 = f32[1024] multiply(param_3.1, param_4)
+      sum.1 = f32[1024] add(param_2, mul.1)
+      zero.1 = f32[] constant(0)
+      ROOT r.1 = f32[] reduce(sum.1, zero.1), dimensions={0}, to_apply=add
     }
+
     ENTRY main {
-      ...
+      x = f32[1024] parameter(0)
+      y = f32[1024] parameter(1)
+      z = f32[1024] parameter(2)
       ROOT add_reduce_fusion = f32[] fusion(x, y, z), kind=kInput, calls=fused_computation
     }
 

@@ -14,7 +14,14 @@ worth hoisting on their own (constants, broadcasts, reshapes, transposes, slices
 tuples, ...) are only copied as operands of a hoisted instruction; everything else is
 hoisted even if the loop might run zero times (the ops here cannot trap).
 
-Before::
+Before (``e`` depends only on ``w``, which the body passes through unchanged)::
+
+    cond {
+      s = (s32[], f32[4], f32[4]) parameter(0)
+      i = s32[] get-tuple-element(s), index=0
+      ten = s32[] constant(10)
+      ROOT lt = pred[] compare(i, ten), direction=LT
+    }
 
     body {
       s = (s32[], f32[4], f32[4]) parameter(0)
@@ -27,16 +34,24 @@ Before::
       y = f32[4] add(x, e)
       ROOT t = (s32[], f32[4], f32[4]) tuple(next, y, w)
     }
+
     ENTRY main {
-      ...
+      x0 = f32[4] parameter(0)
+      w0 = f32[4] parameter(1)
+      zero = s32[] constant(0)
       init = (s32[], f32[4], f32[4]) tuple(zero, x0, w0)
       loop = (s32[], f32[4], f32[4]) while(init), condition=cond, body=body
       ROOT r = f32[4] get-tuple-element(loop), index=1
     }
 
-(``e`` depends only on ``w``, which the body passes through unchanged.)
+After (``e`` is computed once, before the loop, and carried as state element 3)::
 
-After (``e`` is computed once, before the loop, and carried as element 3)::
+    cond {
+      s = (s32[], f32[4], f32[4], f32[4]) parameter(0)
+      i = s32[] get-tuple-element(s), index=0
+      ten = s32[] constant(10)
+      ROOT lt = pred[] compare(i, ten), direction=LT
+    }
 
     body {
       s = (s32[], f32[4], f32[4], f32[4]) parameter(0)
@@ -49,13 +64,20 @@ After (``e`` is computed once, before the loop, and carried as element 3)::
       w = f32[4] get-tuple-element(s), index=2
       ROOT tuple = (s32[], f32[4], f32[4], f32[4]) tuple(next, y, w, e.2)
     }
+
     ENTRY main {
-      ...
+      zero = s32[] constant(0)
+      x0 = f32[4] parameter(0)
+      w0 = f32[4] parameter(1)
       e.1 = f32[4] exponential(w0)
       tuple.1 = (s32[], f32[4], f32[4], f32[4]) tuple(zero, x0, w0, e.1)
       while = (s32[], f32[4], f32[4], f32[4]) while(tuple.1), condition=cond, body=body
       ROOT r = f32[4] get-tuple-element(while), index=1
     }
+
+The condition only gains the new element in its parameter's shape. Element 2 (``w``)
+is still passed through: this pass never removes state; ``simplify-while-loops``
+drops it later if nothing else reads it.
 """
 
 from __future__ import annotations

@@ -14,7 +14,14 @@ the C++ class is ``WhileLoopSimplifier``). Two rewrites:
 Not done (XLA does more): loops with a trip count of exactly one are not inlined, loops
 are not unrolled, and nested tuples in the state are not flattened.
 
-Before (element 1 is updated every iteration but nobody reads it)::
+Before (element 1 is updated every iteration, but only to compute itself)::
+
+    cond {
+      s = (s32[], f32[4]) parameter(0)
+      i = s32[] get-tuple-element(s), index=0
+      ten = s32[] constant(10)
+      ROOT lt = pred[] compare(i, ten), direction=LT
+    }
 
     body {
       s = (s32[], f32[4]) parameter(0)
@@ -25,10 +32,23 @@ Before (element 1 is updated every iteration but nobody reads it)::
       y = f32[4] exponential(x)
       ROOT t = (s32[], f32[4]) tuple(next, y)
     }
-    ...
-    ROOT n = s32[] get-tuple-element(loop), index=0
 
-After::
+    ENTRY main {
+      x0 = f32[4] parameter(0)
+      zero = s32[] constant(0)
+      init = (s32[], f32[4]) tuple(zero, x0)
+      loop = (s32[], f32[4]) while(init), condition=cond, body=body
+      ROOT n = s32[] get-tuple-element(loop), index=0
+    }
+
+After (the state is the counter alone, in the body, the condition and the loop's operand)::
+
+    cond {
+      s = (s32[]) parameter(0)
+      i = s32[] get-tuple-element(s), index=0
+      ten = s32[] constant(10)
+      ROOT lt = pred[] compare(i, ten), direction=LT
+    }
 
     body {
       s = (s32[]) parameter(0)
@@ -37,8 +57,16 @@ After::
       next = s32[] add(i, one)
       ROOT tuple = (s32[]) tuple(next)
     }
-    ...
-    ROOT n = s32[] get-tuple-element(while), index=0
+
+    ENTRY main {
+      x0 = f32[4] parameter(0)
+      zero = s32[] constant(0)
+      tuple.1 = (s32[]) tuple(zero)
+      while = (s32[]) while(tuple.1), condition=cond, body=body
+      ROOT n = s32[] get-tuple-element(while), index=0
+    }
+
+(``x0`` stays: an entry parameter is part of the module's signature, dead or not.)
 """
 
 from __future__ import annotations

@@ -2,19 +2,38 @@
 
 A student reading the optimized HLO should see whether a matrix product became
 a library call or emitted loops, the way XLA's CPU dumps show ``ynn_fusion``
-or Eigen custom calls. The choice lands in the dot's ``backend_config``:
+or Eigen custom calls. The choice lands in the dot's ``backend_config``.
 
 Before::
 
-    %dot = f32[512,512]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+    ENTRY main {
+      a = f32[2,3] parameter(0)
+      b = f32[3,4] parameter(1)
+      small = f32[2,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+      c = bf16[2,3] parameter(2)
+      d = bf16[3,4] parameter(3)
+      half = bf16[2,4] dot(c, d), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+      ROOT t = (f32[2,4], bf16[2,4]) tuple(small, half)
+    }
 
-After::
+After (only the dots' ``backend_config`` changes)::
 
-    %dot = f32[512,512]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0},
-        backend_config={"dot_strategy":"blas"}
+    ENTRY main {
+      a = f32[2,3] parameter(0)
+      b = f32[3,4] parameter(1)
+      small = f32[2,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0},
+          backend_config={"dot_strategy":"loops"}
+      c = bf16[2,3] parameter(2)
+      d = bf16[3,4] parameter(3)
+      half = bf16[2,4] dot(c, d), lhs_contracting_dims={1}, rhs_contracting_dims={0},
+          backend_config={"dot_strategy":"elemental"}
+      ROOT t = (f32[2,4], bf16[2,4]) tuple(small, half)
+    }
 
-``blas`` calls OpenBLAS's gemm; ``loops`` is an emitted i-k-j loop nest (small
-matrices, integer types); ``elemental`` is one inner product per output element
+``blas`` calls OpenBLAS's gemm (f32 and f64 products of at least 48^3 multiply-adds,
+when OpenBLAS is installed: a 512x512 f32 ``dot`` would get it; the example shows the two
+choices that do not depend on the machine). ``loops`` is an emitted i-k-j loop nest
+(small matrices, integer types); ``elemental`` is one inner product per output element
 (general dimension numbers, f16/bf16).
 """
 

@@ -5,8 +5,24 @@ same byte offset: it only renames the shape. XLA marks such reshapes as
 ``bitcast`` after layout assignment so no kernel copies the data; buffer
 assignment then lets the result share its operand's buffer.
 
-Before::  ``%r = f32[6,20]{1,0} reshape(f32[2,3,20]{2,1,0} %x)``
-After::   ``%r = f32[6,20]{1,0} bitcast(f32[2,3,20]{2,1,0} %x)``
+Before (layouts written out: ``{2,1,0}`` and ``{1,0}`` are row-major)::
+
+    ENTRY main {
+      x = f32[2,3,20]{2,1,0} parameter(0)
+      r = f32[6,20]{1,0} reshape(x)
+      ROOT n = f32[6,20]{1,0} negate(r)
+    }
+
+After (same name, same shape, no kernel)::
+
+    ENTRY main {
+      x = f32[2,3,20]{2,1,0} parameter(0)
+      r = f32[6,20]{1,0} bitcast(x)
+      ROOT n = f32[6,20]{1,0} negate(r)
+    }
+
+A reshape with a column-major side, say ``f32[6,20]{0,1}``, moves elements and stays a
+``reshape``.
 
 Reshapes inside fused computations are left alone: there they are index
 arithmetic already.

@@ -13,17 +13,67 @@ the row dimensions (the minor-most in memory) and ``broadcast``s of such reducti
 the rows; every value inside the group must be used only inside it. With at least one reduction
 inside, the group becomes one ``kCustom`` fusion.
 
-Before (after ordinary fusion, three kernels)::
+The pass runs just before instruction fusion, on unfused HLO.
 
-    mx = f32[8] reduce(x, -inf), dimensions={1}, to_apply=max
-    e  = f32[8,100] exponential(subtract(x, broadcast(mx)))
-    s  = f32[8] reduce(e, 0), dimensions={1}, to_apply=add
-    ROOT d = f32[8,100] divide(e, broadcast(s))
+Before (softmax over the rows of ``x``; instruction fusion alone would make three kernels)::
 
-After::
+    add {
+      a = f32[] parameter(0)
+      b = f32[] parameter(1)
+      ROOT sum = f32[] add(a, b)
+    }
 
-    ROOT d = f32[8,100] fusion(x), kind=kCustom, calls=%fused_computation,
-        backend_config={"fusion_backend_config":{"kind":"__cpu_row_fusion"}}
+    max {
+      a = f32[] parameter(0)
+      b = f32[] parameter(1)
+      ROOT m = f32[] maximum(a, b)
+    }
+
+    ENTRY main {
+      x = f32[8,100] parameter(0)
+      ninf = f32[] constant(-inf)
+      mx = f32[8] reduce(x, ninf), dimensions={1}, to_apply=max
+      mxb = f32[8,100] broadcast(mx), dimensions={0}
+      sub = f32[8,100] subtract(x, mxb)
+      e = f32[8,100] exponential(sub)
+      zero = f32[] constant(0)
+      s = f32[8] reduce(e, zero), dimensions={1}, to_apply=add
+      sb = f32[8,100] broadcast(s), dimensions={0}
+      ROOT d = f32[8,100] divide(e, sb)
+    }
+
+After (one ``kCustom`` fusion; the backend config tells the CPU emitter it is a row fusion)::
+
+    add {
+      a = f32[] parameter(0)
+      b = f32[] parameter(1)
+      ROOT sum = f32[] add(a, b)
+    }
+
+    max {
+      a = f32[] parameter(0)
+      b = f32[] parameter(1)
+      ROOT m = f32[] maximum(a, b)
+    }
+
+    fused_computation {
+      param_1.2 = f32[8,100] parameter(0)
+      ninf.1 = f32[] constant(-inf)
+      mx.1 = f32[8] reduce(param_1.2, ninf.1), dimensions={1}, to_apply=max
+      mxb.1 = f32[8,100] broadcast(mx.1), dimensions={0}
+      sub.1 = f32[8,100] subtract(param_1.2, mxb.1)
+      e.1 = f32[8,100] exponential(sub.1)
+      zero.1 = f32[] constant(0)
+      s.1 = f32[8] reduce(e.1, zero.1), dimensions={1}, to_apply=add
+      sb.1 = f32[8,100] broadcast(s.1), dimensions={0}
+      ROOT d.1 = f32[8,100] divide(e.1, sb.1)
+    }
+
+    ENTRY main {
+      x = f32[8,100] parameter(0)
+      ROOT divide_row_fusion = f32[8,100] fusion(x), kind=kCustom, calls=fused_computation,
+          backend_config={"fusion_backend_config":{"kind":"__cpu_row_fusion"}}
+    }
 
 The CPU emitter (``kernels/row_fusion.py``) runs, per row: each reduction in order (its value
 then stands for the whole row), then the root over the row.

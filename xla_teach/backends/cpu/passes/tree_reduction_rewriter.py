@@ -6,15 +6,49 @@ the same name, this rewrites it as a reduction to ``P`` partial results followed
 by a small reduction of those, which lets the first kernel run its ``P`` rows on
 all cores (the input is padded with the init value when ``P`` does not divide it).
 
-Before::
+With the defaults, a reduction is rewritten when it has at most 16 outputs and at least
+65536 (2^16) inputs per output, and ``P`` is 64. The example below runs with those
+defaults, so its input is a ``f32[256,256]`` parameter: a constant that large would not
+be tiny to print.
 
-    ROOT r = f32[] reduce(f32[16777216] x, f32[] zero), dimensions={0}, to_apply=add
+Before (one output, 65536 inputs: a single core adds them all)::
 
-After::
+    add {
+      a = f32[] parameter(0)
+      b = f32[] parameter(1)
+      ROOT s = f32[] add(a, b)
+    }
 
-    xr = f32[64,262144] reshape(x)
-    partial = f32[64] reduce(xr, zero), dimensions={1}, to_apply=add
-    ROOT r = f32[] reduce(partial, zero), dimensions={0}, to_apply=add
+    ENTRY main {
+      x = f32[256,256] parameter(0)
+      zero = f32[] constant(0)
+      ROOT r = f32[] reduce(x, zero), dimensions={0,1}, to_apply=add
+    }
+
+After (64 partial sums of 1024 elements each, then one sum of the 64)::
+
+    add {
+      a = f32[] parameter(0)
+      b = f32[] parameter(1)
+      ROOT s = f32[] add(a, b)
+    }
+
+    ENTRY main {
+      x = f32[256,256] parameter(0)
+      reshape = f32[65536] reshape(x)
+      reshape.1 = f32[64,1024] reshape(reshape)
+      zero = f32[] constant(0)
+      reduce = f32[64] reduce(reshape.1, zero), dimensions={1}, to_apply=add
+      reduce.1 = f32[] reduce(reduce, zero), dimensions={0}, to_apply=add
+      ROOT reshape.2 = f32[] reshape(reduce.1)
+    }
+
+The first reshape flattens the reduced dimensions (and the kept ones, if any, into one
+leading dimension), the second splits them into ``P`` rows, and the last one restores
+the output's shape. None of them copies data in the end: fusion puts the first two into
+the partial-sum kernel as index arithmetic, and the last one (a no-op here) becomes a
+``bitcast``. When ``P`` does not divide the count, a ``pad`` with the init value comes
+between the first two reshapes.
 
 Only reductions of minor-most dimensions (row-major layouts) are rewritten.
 """
