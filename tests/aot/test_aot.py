@@ -149,3 +149,30 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_a_function_needs_example_args(tmp_path: Path) -> None:
     with pytest.raises(AotError, match="needs example_args"):
         compile_aot(lambda x: x, tmp_path)
+
+
+RNG_MODULE = """
+HloModule draws
+ENTRY main {
+  lo = s32[] parameter(0)
+  hi = s32[] parameter(1)
+  a = s32[7] rng(lo, hi), distribution=rng_uniform
+  m = f32[] constant(0)
+  s = f32[] constant(1)
+  n = f32[2,3] rng(m, s), distribution=rng_normal
+  b = s32[5] rng(lo, hi), distribution=rng_uniform
+  ROOT t = (s32[7], f32[2,3], s32[5]) tuple(a, n, b)
+}
+"""
+
+
+@needs_cc
+def test_c_program_with_legacy_rng_draws_what_the_interpreter_draws(tmp_path: Path) -> None:
+    """The Philox state is a global of the object, reset by the entry function's first kernel."""
+    result = compile_aot(RNG_MODULE, tmp_path, entry_point="draws")
+    args = [np.int32(-1000), np.int32(1000)]
+    got = _run_c_program(result, [np.asarray(a) for a in args], tmp_path)
+    expected = execute(parse_hlo(RNG_MODULE), args, "interpreter")
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e.astype(np.float64), rtol=1e-6)
+    assert len({tuple(g.ravel()) for g in (got[0][:5], got[2])}) == 2  # b draws after a, not again

@@ -389,6 +389,30 @@ def expanded_cases() -> list[tuple[str, str]]:
   hb = bf16[] convert(hi)
   ROOT r = bf16[11] rng(lb, hb), distribution=rng_uniform
 }""")),
+        # The state the expanded rng reads, written by hand: ordered by a control edge, read again
+        # inside a loop body (a fresh {key, counter} per iteration), feeding rng-bit-generator.
+        ("rng_get_and_update_state", _module("rngstate", """  s1 = u64[2] rng-get-and-update-state(), delta=3
+  s2 = u64[2] rng-get-and-update-state(), delta=18446744073709551615, control-predecessors={s1}
+  g = (u64[2], u32[7]) rng-bit-generator(s2), algorithm=rng_philox
+  bits = u32[7] get-tuple-element(g), index=1
+  zero = s32[] constant(0)
+  init = (s32[], u64[2]) tuple(zero, s1)
+  w = (s32[], u64[2]) while(init), condition=three, body=step, control-predecessors={s2}
+  last = u64[2] get-tuple-element(w), index=1
+  ROOT t = (u64[2], u64[2], u32[7], u64[2]) tuple(s1, s2, bits, last)""", """three {
+  p = (s32[], u64[2]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+step {
+  p = (s32[], u64[2]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  s = u64[2] rng-get-and-update-state(), delta=2
+  ROOT t = (s32[], u64[2]) tuple(j, s)
+}""")),
     ]
 
 

@@ -209,6 +209,7 @@ def build_everything() -> HloModule:
     outs.append(b.after_all([b.create_token(), b.create_token()]))
     outs.append(b.rng_bit_generator("rng_philox", b.constant(np.zeros(2, np.uint64)), Shape.array("u32", (4,))))
     outs.append(b.rng_uniform(b.constant(np.float32(0)), b.constant(np.float32(1)), f32(3)))
+    outs.append(b.rng_get_and_update_state(4))
     outs.append(b.custom_call("xla_teach.identity", [x], f32(2, 3)))
     outs.append(b.while_loop(never_condition(b, x.shape), identity_branch(b, x.shape), x))
     return b.build(b.tuple(outs))

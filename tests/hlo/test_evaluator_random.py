@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 from tests.hlo.evaluator_util import run_hlo
+from xla_teach.hlo.evaluator import HloEvaluator
 from xla_teach.hlo.evaluator.random import philox4x32
+from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.verifier import verify_module
 
 MASK = 0xFFFFFFFF
 
@@ -103,3 +106,57 @@ ENTRY e {
     assert uniform.min() >= 2 and uniform.max() < 3
     assert integers.min() == -5 and integers.max() == 4
     assert abs(normal.mean() - 1) < 0.15 and abs(normal.std() - 2) < 0.15
+
+
+def test_rng_get_and_update_state_reads_then_advances_the_legacy_stream() -> None:
+    """It returns {rng_seed, counter} -- the rng-bit-generator state that draws exactly what the next
+    legacy rng draws -- then moves the counter on by delta blocks (wrapping modulo 2^64)."""
+    text = """HloModule t
+ENTRY e {
+  s1 = u64[2] rng-get-and-update-state(), delta=5
+  s2 = u64[2] rng-get-and-update-state(), delta=18446744073709551614, control-predecessors={s1}
+  s3 = u64[2] rng-get-and-update-state(), delta=0, control-predecessors={s2}
+  g = (u64[2], u64[3]) rng-bit-generator(s3), algorithm=rng_philox
+  bits = u64[3] get-tuple-element(g), index=1
+  lo = s32[] constant(0)
+  hi = s32[] constant(1000)
+  r = s32[3] rng(lo, hi), distribution=rng_uniform, control-predecessors={s3}
+  ROOT t = (u64[2], u64[2], u64[2], u64[3], s32[3]) tuple(s1, s2, s3, bits, r)
+}
+"""
+    module = parse_hlo(text)
+    evaluator = HloEvaluator(rng_seed=0xABCDEF)
+    s1, s2, s3, bits, drawn = evaluator.evaluate_module(module, [])
+    np.testing.assert_array_equal(s1, np.array([0xABCDEF, 0], np.uint64))
+    np.testing.assert_array_equal(s2, np.array([0xABCDEF, 5], np.uint64))
+    np.testing.assert_array_equal(s3, np.array([0xABCDEF, 3], np.uint64))  # 5 + 2^64 - 2, wrapped
+    words = reference_stream(0xABCDEF, 3, 6)
+    np.testing.assert_array_equal(bits, np.array([words[2 * i] | (words[2 * i + 1] << 32) for i in range(3)],
+                                                 np.uint64))
+    # rng(0, 1000) of s32 is `bits % 1000`: the same words, as s3 did not advance the counter.
+    np.testing.assert_array_equal(drawn, (bits % np.uint64(1000)).astype(np.int32))
+    assert evaluator.rng_counter == 3 + 2  # the rng used ceil(3 * 2 / 4) = 2 blocks
+
+
+def test_rng_get_and_update_state_prints_and_parses_back() -> None:
+    text = """HloModule t
+ENTRY e {
+  s = u64[2] rng-get-and-update-state(), delta=12
+  ROOT r = u64[2] rng-get-and-update-state(), delta=1, control-predecessors={s}
+}
+"""
+    module = parse_hlo(text)
+    verify_module(module)
+    printed = module.to_text()
+    assert "%s = u64[2]{0} rng-get-and-update-state(), delta=12" in printed
+    assert parse_hlo(printed).to_text() == printed
+    assert module.entry.root.attr("delta") == 1 and module.entry.root.has_side_effect()
+
+
+def test_rng_get_and_update_state_without_delta_is_rejected() -> None:
+    with pytest.raises(Exception, match=r"delta"):
+        verify_module(parse_hlo("""HloModule t
+ENTRY e {
+  ROOT s = u64[2] rng-get-and-update-state()
+}
+"""))

@@ -246,6 +246,9 @@ def test_special_ops() -> None:
     assert infer("all-reduce", ["f32[4]", "f32[2]"], {"to_apply": comp("add_f32")}) == "(f32[4], f32[2])"
     assert infer("replica-id", []) == "u32[]"
     assert infer("partition-id", []) == "u32[]"
+    assert infer("rng-get-and-update-state", [], {"delta": 7}) == "u64[2]"
+    assert "delta=-1 must be an integer" in error("rng-get-and-update-state", [], {"delta": -1})
+    assert "operand" in error("rng-get-and-update-state", ["u64[2]"], {"delta": 1})
     assert infer("after-all", ["token[]", "token[]"]) == "token[]"
     assert infer("after-all", []) == "token[]"
     assert "must be a token" in error("after-all", ["f32[]"])

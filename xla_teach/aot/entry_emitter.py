@@ -26,13 +26,14 @@ from llvmlite import ir
 
 from xla_teach.backends.cpu.ir_emitter import KernelPlan, SequencePlan
 from xla_teach.backends.llvm.ir_types import I8, I64, PTR
+from xla_teach.hlo.literal import literal_at
 from xla_teach.passes.scheduling.buffer_assignment import Allocation, BufferSlice, leaf_indices
 from xla_teach.runtime.buffers import to_physical
 
 
 def _constant_global(module: ir.Module, alloc: Allocation) -> ir.GlobalVariable:
     value = alloc.values[0][0]
-    data = to_physical(value.instruction.literal, value.shape).tobytes()
+    data = to_physical(literal_at(value.instruction.literal, value.index), value.shape).tobytes()
     array_type = ir.ArrayType(I8, len(data))
     var = ir.GlobalVariable(module, array_type, f"aot.constant.{alloc.index}")
     var.global_constant = True

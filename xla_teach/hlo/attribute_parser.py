@@ -21,6 +21,7 @@ from xla_teach.hlo.attributes import (
     padding_from_text,
 )
 from xla_teach.hlo.lexer import NUMBER_RE, Cursor
+from xla_teach.hlo.literal import LiteralValue
 from xla_teach.hlo.opcodes import AttrKind
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
@@ -180,13 +181,61 @@ def _convert_scalar(token: str, ptype: PrimitiveType, cursor: Cursor, offset: in
     return value
 
 
-def parse_literal(cursor: Cursor, shape: Shape) -> tuple[np.ndarray, bool]:
-    """Read the literal of a ``constant``; returns (array, elided) where elided means ``{...}``."""
-    if not shape.is_array:
-        raise cursor.error(f"constants of shape {shape.to_text()} are not supported (array shapes only)")
-    ptype = shape.element_type
+def parse_literal(cursor: Cursor, shape: Shape) -> tuple[LiteralValue, bool]:
+    """Read the literal of a ``constant``; returns (value, elided) where elided means ``{...}``.
+
+    An array shape gives a NumPy array; a tuple shape a Python tuple of them (nested for
+    nested tuples), written ``( {1, 2}, 3 )`` as XLA's ``ParseTupleLiteral`` reads it.
+    ``{...}`` (what dumps print for large constants, and for every tuple constant) reads
+    as zeros of the shape.
+    """
+    _check_literal_shape(cursor, shape, shape)
     if cursor.accept("{...}"):
-        return np.zeros(shape.dimensions, dtype=ptype.dtype), True
+        return _zeros(shape), True
+    return _parse_value(cursor, shape), False
+
+
+def _check_literal_shape(cursor: Cursor, shape: Shape, whole: Shape) -> None:
+    if shape.is_tuple:
+        for element in shape.tuple_shapes:
+            _check_literal_shape(cursor, element, whole)
+    elif not shape.is_array:
+        raise cursor.error(f"constants of shape {whole.to_text(print_layout=False)} are not supported "
+                           f"(arrays and tuples of arrays only, not {shape.to_text(print_layout=False)})")
+
+
+def _zeros(shape: Shape) -> LiteralValue:
+    if shape.is_tuple:
+        return tuple(_zeros(s) for s in shape.tuple_shapes)
+    return np.zeros(shape.dimensions, dtype=shape.element_type.dtype)
+
+
+def _parse_value(cursor: Cursor, shape: Shape) -> LiteralValue:
+    if shape.is_tuple:
+        return _parse_tuple_literal(cursor, shape)
+    return _parse_array_literal(cursor, shape)
+
+
+def _parse_tuple_literal(cursor: Cursor, shape: Shape) -> tuple[LiteralValue, ...]:
+    """``( literal, literal, ... )`` with one literal per element of the tuple shape."""
+    wanted = len(shape.tuple_shapes)
+    text = shape.to_text(print_layout=False)
+    cursor.expect("(", f"(a literal of tuple shape {text} is written '( ..., ... )')")
+    elements: list[LiteralValue] = []
+    while not cursor.accept(")"):
+        if elements:
+            cursor.expect(",", "between tuple literal elements")
+        cursor.skip_space()
+        if len(elements) == wanted:
+            raise cursor.error(f"tuple literal has more than {wanted} elements, shape {text} has {wanted}")
+        elements.append(_parse_value(cursor, shape.tuple_shapes[len(elements)]))
+    if len(elements) != wanted:  # point at the ')' where an element is missing
+        raise cursor.error(f"tuple literal has {len(elements)} elements, shape {text} needs {wanted}", cursor.pos - 1)
+    return tuple(elements)
+
+
+def _parse_array_literal(cursor: Cursor, shape: Shape) -> np.ndarray:
+    ptype = shape.element_type
     values: list[Any] = []
 
     def read(level: int) -> None:
@@ -219,4 +268,4 @@ def parse_literal(cursor: Cursor, shape: Shape) -> tuple[np.ndarray, bool]:
                     array[i] = v
         else:
             array = np.array(values, dtype=ptype.dtype) if values else np.zeros(0, ptype.dtype)
-    return array.reshape(shape.dimensions), False
+    return array.reshape(shape.dimensions)

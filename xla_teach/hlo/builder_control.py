@@ -116,6 +116,11 @@ class ControlFlowMixin(BuilderBase):
     def rng_normal(self, mu: XlaOp, sigma: XlaOp, shape: Shape, *, name: str | None = None) -> XlaOp:
         return self._emit("rng", [mu, sigma], {"distribution": "rng_normal"}, name=name, declared_shape=shape)
 
+    def rng_get_and_update_state(self, delta: int, *, name: str | None = None) -> XlaOp:
+        """The legacy rng's Philox state ``u64[2] {key, counter}``; then the counter advances
+        by ``delta`` blocks (what ``rng-expander`` emits for each ``rng``)."""
+        return self._emit("rng-get-and-update-state", [], {"delta": int(delta)}, name=name)
+
     # ---- custom calls ---------------------------------------------------------------
     def custom_call(self, call_target_name: str, operands: Sequence[XlaOp], shape: Shape,
                     has_side_effect: bool = False, *, name: str | None = None) -> XlaOp:

@@ -6,15 +6,25 @@ Arrays nest in braces: ``{1, 2}`` for rank 1 and ``{ { 1, 2 }, { 3, 4 } }`` for
 rank 2 -- XLA prints a multi-line form and squeezes its whitespace into single
 spaces, and we do the same. Predicates print ``true``/``false`` as scalars but
 ``1``/``0`` inside arrays.
+
+A tuple constant's value is a Python tuple of arrays (nested for nested tuple shapes),
+printed on one line as XLA's ``LiteralBase::PrintWithoutShapeOneline`` does:
+``( {1, 2}, 3 )``, ``( ( 1 ), true )``, and ``(  )`` (two spaces) for the empty tuple.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
 from xla_teach.hlo.types import PrimitiveType
+
+if TYPE_CHECKING:
+    from xla_teach.hlo.shape import Shape
+
+LiteralValue: TypeAlias = np.ndarray | tuple["LiteralValue", ...]  # an array, or a tuple of them
 
 _FLOAT_DIGITS = {
     PrimitiveType.F16: (5, 5),
@@ -97,3 +107,66 @@ def literal_to_text(array: np.ndarray, ptype: PrimitiveType) -> str:
 
     recurse(array, 0, 0)
     return " ".join("".join(pieces).split())
+
+
+def tuple_literal_to_text(value: tuple[LiteralValue, ...], shape: Shape) -> str:
+    """The text inside ``constant(...)`` for a tuple constant: ``( {1, 2}, 3 )``.
+
+    XLA opens with ``"( "``, joins the elements with ``", "`` and closes with ``" )"``, so
+    the empty tuple prints ``(  )``. Elements print without their shapes."""
+    pieces = [tuple_literal_to_text(v, s) if s.is_tuple else literal_to_text(v, s.element_type)  # type: ignore[arg-type]
+              for v, s in zip(value, shape.tuple_shapes, strict=True)]
+    return "( " + ", ".join(pieces) + " )"
+
+
+def value_literal_to_text(value: LiteralValue, shape: Shape) -> str:
+    """The text inside ``constant(...)`` for a constant of ``shape`` (array or tuple)."""
+    if shape.is_tuple:
+        return tuple_literal_to_text(value, shape)  # type: ignore[arg-type]
+    return literal_to_text(value, shape.element_type)  # type: ignore[arg-type]
+
+
+def literal_at(value: LiteralValue, index: tuple[int, ...] = ()) -> np.ndarray:
+    """The array at shape index ``index`` of a literal (``()`` for an array constant itself):
+    how buffer assignment's per-leaf values find their bytes in a tuple constant."""
+    for i in index:
+        if not isinstance(value, tuple):
+            raise ValueError(f"shape index {index} goes past an array leaf of the literal")
+        value = value[i]
+    if isinstance(value, tuple):
+        raise ValueError(f"shape index {index} names a tuple, not an array, of the literal")
+    return value
+
+
+def literal_element_count(value: LiteralValue) -> int:
+    """Number of array elements in a literal, summed over a tuple's leaves."""
+    if isinstance(value, tuple):
+        return sum(literal_element_count(v) for v in value)
+    return int(np.asarray(value).size)
+
+
+def literal_shape_problem(value: object, shape: Shape) -> str | None:
+    """Why ``value`` cannot be the literal of a constant of ``shape``, or None if it can.
+
+    An array shape needs a NumPy array of the same dimensions and dtype; a tuple shape a
+    Python tuple with one such literal per element (nested the same way)."""
+    text = shape.to_text(print_layout=False)
+    if shape.is_tuple:
+        wanted = len(shape.tuple_shapes)
+        if not isinstance(value, tuple):
+            return f"a constant of tuple shape {text} needs a tuple literal, not {type(value).__name__}"
+        if len(value) != wanted:
+            return f"tuple literal has {len(value)} elements but the shape {text} has {wanted}"
+        for index, (element, element_shape) in enumerate(zip(value, shape.tuple_shapes, strict=True)):
+            problem = literal_shape_problem(element, element_shape)
+            if problem is not None:
+                return f"tuple literal element {index}: {problem}"
+        return None
+    if not shape.is_array:
+        return f"constants of shape {text} are not supported (arrays and tuples of arrays only)"
+    if not isinstance(value, np.ndarray):
+        return f"a constant of shape {text} needs a NumPy array literal, not {type(value).__name__}"
+    if value.shape != shape.dimensions or value.dtype != shape.dtype:
+        return (f"literal {value.dtype}{list(value.shape)} does not match the declared shape "
+                f"{text} ({shape.dtype}{list(shape.dimensions)})")
+    return None

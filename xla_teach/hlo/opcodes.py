@@ -197,6 +197,8 @@ OPCODES: dict[str, OpInfo] = {
     "rng": OpInfo(OpKind.SPECIAL, 2, (Attr("distribution", K.WORD),), side_effect=True, expensive=True),
     "rng-bit-generator": OpInfo(OpKind.SPECIAL, 1, (Attr("algorithm", K.WORD, "rng_default"),),
                                 expensive=True),
+    # XLA's kRngGetAndUpdateState: the legacy rng's hidden Philox state, read and advanced.
+    "rng-get-and-update-state": OpInfo(OpKind.SPECIAL, 0, (Attr("delta", K.INT),), side_effect=True),
     "round-nearest-afz": _unary(),
     "round-nearest-even": _unary(),
     "rsqrt": _unary(expensive=True),

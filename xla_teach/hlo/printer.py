@@ -21,7 +21,7 @@ from typing import Any
 
 from xla_teach.hlo.attributes import padding_to_text, quote_string, slice_to_text
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.hlo.literal import literal_to_text
+from xla_teach.hlo.literal import value_literal_to_text
 from xla_teach.hlo.opcodes import AttrKind
 from xla_teach.hlo.shape import Shape
 
@@ -82,10 +82,12 @@ def _operands_text(instr: HloInstruction, opts: PrintOptions) -> str:
     if instr.opcode == "constant":
         literal = instr.attrs.get("literal")
         if instr.attrs.get("literal_elided") or (
-            not opts.print_large_constants and literal is not None and literal.size > LARGE_CONSTANT_ELEMENTS
+            # as XLA: "Do not show large constants or tuples" unless asked to
+            not opts.print_large_constants and literal is not None
+            and (instr.shape.is_tuple or literal.size > LARGE_CONSTANT_ELEMENTS)
         ):
             return "{...}"
-        return literal_to_text(literal, instr.shape.element_type)
+        return value_literal_to_text(literal, instr.shape)
     parts = []
     for i, op in enumerate(instr.operands):
         prefix = f"/*index={i}*/" if i > 0 and i % 5 == 0 else ""

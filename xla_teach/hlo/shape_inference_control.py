@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from xla_teach.hlo.errors import shape_text, shapes_text
 from xla_teach.hlo.ir import HloComputation
+from xla_teach.hlo.literal import literal_shape_problem
 from xla_teach.hlo.opcodes import FUSION_KINDS
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.shape_inference_context import (
@@ -223,6 +222,15 @@ def infer_rng_bit_generator(ctx: OpContext) -> Shape:
     return Shape.make_tuple([state, bits])
 
 
+def infer_rng_get_and_update_state(ctx: OpContext) -> Shape:
+    """``u64[2]``, the Philox state ``{key, counter}`` before advancing it by ``delta >= 0`` blocks."""
+    ctx.expect_operand_count(0)
+    delta = ctx.attr("delta")
+    if isinstance(delta, bool) or not isinstance(delta, int) or not 0 <= delta < 2**64:
+        raise ctx.fail(f"delta={delta} must be an integer in [0, 2^64)")
+    return Shape.array(PrimitiveType.U64, (2,))
+
+
 def infer_rng(ctx: OpContext) -> Shape:
     """Declared shape; ``a`` and ``b`` are scalars of its element type."""
     ctx.expect_operand_count(2)
@@ -254,11 +262,9 @@ def infer_constant(ctx: OpContext) -> Shape:
     result = ctx.declared()
     literal = ctx.attrs.get("literal")
     if literal is not None and not ctx.attrs.get("literal_elided"):
-        if not isinstance(literal, np.ndarray) or not result.is_array:
-            raise ctx.fail(f"constant of shape {shape_text(result)} needs a NumPy array literal")
-        if literal.shape != result.dimensions or literal.dtype != result.dtype:
-            raise ctx.fail(f"literal {literal.dtype}{list(literal.shape)} does not match the declared shape "
-                           f"{shape_text(result)} ({result.dtype}{list(result.dimensions)})")
+        problem = literal_shape_problem(literal, result)  # arrays, or tuples of them
+        if problem is not None:
+            raise ctx.fail(problem)
     return result
 
 
@@ -288,6 +294,7 @@ CONTROL_RULES: dict[str, Rule] = {
     "after-all": infer_after_all,
     "rng-bit-generator": infer_rng_bit_generator,
     "rng": infer_rng,
+    "rng-get-and-update-state": infer_rng_get_and_update_state,
     "parameter": infer_declared,
     "custom-call": infer_declared,
     "constant": infer_constant,

@@ -304,8 +304,8 @@ def _attribute_problems(instr: HloInstruction) -> list[str]:
             problems.append(f"unknown attribute '{key}' for {instr.opcode}")
     if instr.opcode == "parameter" and not _is_int(instr.attrs.get("parameter_number")):
         problems.append("a parameter needs an int 'parameter_number'")
-    if instr.opcode == "constant" and not isinstance(instr.attrs.get("literal"), np.ndarray):
-        problems.append("a constant needs a NumPy array 'literal'")
+    if instr.opcode == "constant" and not isinstance(instr.attrs.get("literal"), np.ndarray | tuple):
+        problems.append("a constant needs a 'literal' (a NumPy array, or a tuple of them for a tuple shape)")
     return problems
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from xla_teach.hlo.ir import HloModule
+from xla_teach.hlo.literal import literal_at
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, leaf_indices
 from xla_teach.runtime.buffers import OUTPUT_POOL, RunBuffers, aligned_empty, logical_view, to_physical
 from xla_teach.runtime.thunks import Profiler, Thunk
@@ -69,7 +70,8 @@ class SequenceExecutable:
         for alloc in assignment.allocations:
             if alloc.kind == "constant":
                 value = alloc.values[0][0]
-                self.constants[alloc.index] = to_physical(value.instruction.literal, value.shape)
+                leaf = literal_at(value.instruction.literal, value.index)  # a tuple constant's element
+                self.constants[alloc.index] = to_physical(leaf, value.shape)
         temp = assignment.temp_allocation
         self.temp_arena = aligned_empty(temp.size) if temp is not None else None
         root_leaves = leaf_indices(comp.root.shape)

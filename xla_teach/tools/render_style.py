@@ -134,12 +134,12 @@ def is_inlined_constant(instr: HloInstruction) -> bool:
 
 
 def constant_value_text(instr: HloInstruction) -> str:
-    from xla_teach.hlo.literal import literal_to_text
+    from xla_teach.hlo.literal import literal_element_count, value_literal_to_text
 
     try:
-        if instr.literal.size > 10:  # what dumps print for large constants
+        if literal_element_count(instr.literal) > 10:  # what dumps print for large constants
             return "{...}"
-        return literal_to_text(instr.literal, instr.shape.element_type)
+        return value_literal_to_text(instr.literal, instr.shape)  # arrays and tuples
     except Exception:  # an odd literal must never stop a drawing
         return "?"
 
@@ -187,7 +187,7 @@ def node_label(instr: HloInstruction, inlined: dict[int, HloInstruction]) -> str
             lines.append(esc(instr.opcode))
     if instr.opcode == "get-tuple-element":
         lines.append(f"index={instr.tuple_index}")
-    if instr.opcode == "constant" and not instr.shape.is_tuple:
+    if instr.opcode == "constant":  # arrays and tuples: {1, 2}, ( {1, 2}, 3 )
         lines.append(esc(constant_value_text(instr))[:48])
     for comp in _reducer_computations(instr):
         trivial = trivial_subcomputation(comp)

@@ -1,6 +1,7 @@
 """``rng``, ``topk``, ``all-gather`` and ``collective-permute`` on the CPU backend, bit for bit
 against the reference interpreter, on special inputs too (NaN, +-inf, -0.0, integer extremes);
-and the clear errors for what one replica or a fixed Philox counter cannot express."""
+``rng`` inside loops, branches and twice-called computations too; and the clear errors for what
+one replica cannot express or an rng run once per element cannot order."""
 
 from __future__ import annotations
 
@@ -82,32 +83,102 @@ ENTRY main {
         compile_module(text, "cpu")
 
 
-def test_rng_in_a_loop_body_is_rejected_clearly() -> None:
-    text = """
+RNG_IN_CONTROL_FLOW = """
 HloModule m
+draw {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT r = f32[2,3] rng(p, q), distribution=rng_normal
+}
+ints {
+  pq = (f32[], f32[]) parameter(0)
+  lo = s32[] constant(-5)
+  hi = s32[] constant(1000)
+  i = s32[6] rng(lo, hi), distribution=rng_uniform
+  ROOT c = f32[6] convert(i)
+}
+floats {
+  pq = (f32[], f32[]) parameter(0)
+  p = f32[] get-tuple-element(pq), index=0
+  q = f32[] get-tuple-element(pq), index=1
+  ROOT u = f32[6] rng(p, q), distribution=rng_uniform
+}
 cond {
-  s = (s32[], f32[3]) parameter(0)
+  s = (s32[], f32[6], f32[]) parameter(0)
   i = s32[] get-tuple-element(s), index=0
-  n = s32[] constant(4)
+  n = s32[] constant(5)
   ROOT lt = pred[] compare(i, n), direction=LT
 }
 body {
-  s = (s32[], f32[3]) parameter(0)
+  s = (s32[], f32[6], f32[]) parameter(0)
   i = s32[] get-tuple-element(s), index=0
   one = s32[] constant(1)
   j = s32[] add(i, one)
-  lo = f32[] constant(0)
-  hi = f32[] constant(1)
-  r = f32[3] rng(lo, hi), distribution=rng_uniform
-  ROOT t = (s32[], f32[3]) tuple(j, r)
+  x = f32[6] get-tuple-element(s), index=1
+  a = f32[] get-tuple-element(s), index=2
+  two = s32[] constant(2)
+  k = s32[] remainder(i, two)
+  aa = (f32[], f32[]) tuple(a, a)
+  d = f32[6] conditional(k, aa, aa), branch_computations={floats, ints}
+  y = f32[6] add(x, d)
+  ROOT t = (s32[], f32[6], f32[]) tuple(j, y, a)
 }
 ENTRY main {
-  zero = s32[] constant(0)
-  x = f32[3] parameter(0)
-  t = (s32[], f32[3]) tuple(zero, x)
-  w = (s32[], f32[3]) while(t), condition=cond, body=body
-  ROOT g = f32[3] get-tuple-element(w), index=1
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  first = f32[2,3] call(a, b), to_apply=draw
+  start = s32[] constant(0)
+  x = f32[6] broadcast(a), dimensions={}
+  t = (s32[], f32[6], f32[]) tuple(start, x, b)
+  w = (s32[], f32[6], f32[]) while(t), condition=cond, body=body
+  loop = f32[6] get-tuple-element(w), index=1
+  second = f32[2,3] call(b, a), to_apply=draw
+  k = s32[] parameter(2)
+  ab = (f32[], f32[]) tuple(a, b)
+  picked = f32[6] conditional(k, ab, ab), branch_computations={floats, ints}
+  ROOT r = (f32[2,3], f32[6], f32[2,3], f32[6]) tuple(first, loop, second, picked)
 }
 """
-    with pytest.raises(NotImplementedError, match=r"r \(rng\) is reached through w \(while\)"):
+
+
+def test_rng_in_loops_branches_and_twice_called_computations_matches_the_interpreter() -> None:
+    """Each rng execution draws where the previous one stopped, in the interpreter's order: five
+    loop iterations alternating between two conditional branches, a computation called twice."""
+    module = parse_hlo(RNG_IN_CONTROL_FLOW)
+    executable = compile_module(RNG_IN_CONTROL_FLOW, "cpu")
+    for k in (0, 1, 2, -1):
+        args = [np.float32(-1.5), np.float32(2.0), np.int32(k)]
+        want = HloEvaluator().evaluate_module(module, args)
+        for run in range(2):  # the same executable again: a fresh counter, as a fresh interpreter
+            got = executable.execute(args)
+            for w, g in zip(want, got, strict=True):
+                assert w.dtype == g.dtype and w.shape == g.shape
+                assert w.tobytes() == g.tobytes(), f"k={k} run {run}: interpreter {w}, cpu {g}"
+    assert not np.array_equal(want[0], want[2]), "the two calls of draw must draw different numbers"
+
+
+def test_rng_state_is_a_kernel_over_a_global_reset_at_the_start() -> None:
+    executable = compile_module(RNG_IN_CONTROL_FLOW, "cpu")
+    ir_text = executable.artifacts.llvm_ir
+    assert "@xla_teach_rng_state = internal global [2 x i64]" in ir_text.replace('"', "")
+    entry = executable.entry.thunks
+    assert entry[0].name == "rng_state_reset"
+    opcodes = {i.opcode for i in executable.artifacts.optimized_module.instructions()}
+    assert "rng-get-and-update-state" in opcodes and "rng" not in opcodes
+
+
+def test_rng_run_once_per_element_is_rejected_clearly() -> None:
+    text = """
+HloModule m
+noisy {
+  p = f32[] parameter(0)
+  r = f32[] rng(p, p), distribution=rng_uniform
+  ROOT s = f32[] add(p, r)
+}
+ENTRY main {
+  x = f32[3] parameter(0)
+  ROOT m = f32[3] map(x), dimensions={0}, to_apply=noisy
+}
+"""
+    with pytest.raises(NotImplementedError, match=r"r \(rng\) is reached through m \(map\)"):
         compile_module(text, "cpu")

@@ -19,12 +19,13 @@ from tests.hlo.corpus_oracles import (
     integer,
     reductions,
     special,
+    tuple_constants,
 )
 from tests.hlo.corpus_oracles.common import Oracle
 
 ORACLES: dict[str, Oracle] = {}
 for _theme in (contractions, control, conversions, data_movement, elementwise, indexing, integer, reductions,
-               special):
+               special, tuple_constants):
     ORACLES.update(_theme.ORACLES)
 
 __all__ = ["ORACLES", "Oracle"]

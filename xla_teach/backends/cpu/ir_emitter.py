@@ -12,7 +12,8 @@ instruction, what the runtime must do:
 
 Kernels are chosen by the instruction's *hero* (a fusion's root): reductions get
 the reduction emitter, dots the dot emitter, sort/scatter/... their own, and
-everything else the loop emitter.
+everything else the loop emitter. A module with ``rng-get-and-update-state`` also
+gets ``rng_state_reset``, the entry's first kernel (see :mod:`.kernels.rng`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ from xla_teach.backends.cpu.kernels.context import KernelContext
 from xla_teach.backends.cpu.kernels.dot import emit_dot_kernel, find_dot
 from xla_teach.backends.cpu.kernels.loop import emit_loop_kernel
 from xla_teach.backends.cpu.kernels.reduction import emit_reduction_kernel, is_reduction_hero
-from xla_teach.backends.cpu.kernels.rng import emit_rng_bit_generator_kernel
+from xla_teach.backends.cpu.kernels.rng import (
+    RNG_STATE_GLOBAL,
+    emit_rng_bit_generator_kernel,
+    emit_rng_get_and_update_state_kernel,
+    emit_rng_state_reset,
+)
 from xla_teach.backends.cpu.kernels.row_fusion import emit_row_fusion_kernel
 from xla_teach.backends.cpu.kernels.scatter import (
     emit_dynamic_update_slice_kernel,
@@ -84,7 +90,18 @@ class CpuIrEmitter:
     def emit_all(self) -> dict[str, SequencePlan]:
         for name, assignment in self.assignments.computations.items():
             self.sequences[name] = self._emit_sequence(assignment)
+        if RNG_STATE_GLOBAL in self.llvm_module.globals:
+            # A fresh run starts the legacy rng's Philox counter at 0, as the interpreter does.
+            self.sequences[self.module.entry.name].steps.insert(0, self._emit_rng_state_reset())
         return self.sequences
+
+    def _emit_rng_state_reset(self) -> KernelPlan:
+        name = self._unique_symbol("rng_state_reset")
+        kb = KernelBuilder(self.llvm_module, name, [], [])
+        emit_rng_state_reset(kb.b, self.llvm_module)
+        kb.finish()
+        self.comments[name] = "(no HLO) the Philox state of rng-get-and-update-state := {key, 0}"
+        return KernelPlan(name, "rng_state_reset", [], 1, 1, 0)
 
     def _emit_sequence(self, assignment: BufferAssignment) -> SequencePlan:
         plan = SequencePlan(assignment.computation, assignment)
@@ -103,7 +120,10 @@ class CpuIrEmitter:
 
     def _kernel_name(self, instr: HloInstruction) -> str:
         """The instruction's name as a unique symbol (``add.1``, then ``add.1_k1`` ... if taken)."""
-        base = self.symbol(instr.name)
+        return self._unique_symbol(instr.name)
+
+    def _unique_symbol(self, name: str) -> str:
+        base = self.symbol(name)
         name, n = base, 1
         while name in self._names:
             name, n = f"{base}_k{n}", n + 1
@@ -141,6 +161,8 @@ class CpuIrEmitter:
             return emit_select_and_scatter_kernel
         if op == "rng-bit-generator":
             return emit_rng_bit_generator_kernel
+        if op == "rng-get-and-update-state":
+            return emit_rng_get_and_update_state_kernel
         if op == "dynamic-update-slice":
             in_place = assignment.slice(instr) == assignment.slice(instr.operand(0))
             return lambda ctx: emit_dynamic_update_slice_kernel(ctx, in_place)

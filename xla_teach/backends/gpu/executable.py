@@ -25,6 +25,7 @@ import numpy as np
 
 from xla_teach.backends.gpu.kernel_builder import LaunchDimensions
 from xla_teach.backends.gpu.runtime import CudaContext, DeviceBuffer
+from xla_teach.hlo.literal import literal_at
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, BufferSlice, leaf_indices
 from xla_teach.runtime.buffers import empty_physical, logical_view, to_physical
@@ -175,7 +176,7 @@ class GpuSequence:
         for alloc in assignment.allocations:
             if alloc.kind == "constant":
                 value = alloc.values[0][0]
-                ctx.to_device(to_physical(value.instruction.literal, value.shape),
+                ctx.to_device(to_physical(literal_at(value.instruction.literal, value.index), value.shape),
                               self.arena.ptr + self.arena_offsets[alloc.index])
         self.output_allocations = [a for a in assignment.allocations if a.kind == "output"]
 

@@ -11,8 +11,9 @@ need no code (parameters, tuples, bitcasts ...), the same run on the host
 * the emitter: loop fusions get one thread per element, reductions the warp-shuffle
   reduction, dots the tiled shared-memory product, transposes a shared-memory tile;
   inherently sequential ops (sort, scatter, select-and-scatter, dynamic-update-slice,
-  rng-bit-generator) reuse the CPU emitters on a single GPU thread -- correct, and
-  honest about being slow (the launch shows ``1x1``).
+  rng-bit-generator, rng-get-and-update-state) reuse the CPU emitters on a single GPU
+  thread -- correct, and honest about being slow (the launch shows ``1x1``). The legacy
+  rng's Philox state is a device global, reset by a one-thread kernel first in the entry.
 """
 
 from __future__ import annotations
@@ -24,7 +25,11 @@ from dataclasses import dataclass
 from xla_teach.backends.cpu.ir_emitter import CpuIrEmitter, _hlo_comment, _leaves, find_dot_in
 from xla_teach.backends.cpu.kernels.context import KernelContext
 from xla_teach.backends.cpu.kernels.reduction import is_reduction_hero
-from xla_teach.backends.cpu.kernels.rng import emit_rng_bit_generator_kernel
+from xla_teach.backends.cpu.kernels.rng import (
+    emit_rng_bit_generator_kernel,
+    emit_rng_get_and_update_state_kernel,
+    emit_rng_state_reset,
+)
 from xla_teach.backends.cpu.kernels.scatter import (
     emit_dynamic_update_slice_kernel,
     emit_scatter_kernel,
@@ -79,12 +84,21 @@ class GpuIrEmitter(CpuIrEmitter):
         instr.backend_config = json.dumps({"launch_dimensions": launch.as_config()}, separators=(",", ":"))
         return GpuKernelPlan(name, instr.name, slices, launch, sum(s.size for s in slices))
 
+    def _emit_rng_state_reset(self) -> GpuKernelPlan:  # type: ignore[override]
+        name = self._unique_symbol("rng_state_reset")
+        kb = GpuKernelBuilder(self.llvm_module, name, [], [])
+        emit_rng_state_reset(kb.b, self.llvm_module)
+        kb.finish()
+        self.comments[name] = "(no HLO) the Philox state of rng-get-and-update-state := {key, 0}"
+        return GpuKernelPlan(name, "rng_state_reset", [], LaunchDimensions((1, 1, 1), (1, 1, 1)), 0)
+
     def _choose_gpu(self, instr: HloInstruction,
                     assignment: BufferAssignment) -> Callable[[KernelContext], LaunchDimensions]:
         op = instr.opcode
         sequential = {"sort": emit_sort_kernel, "scatter": emit_scatter_kernel,
                       "select-and-scatter": emit_select_and_scatter_kernel,
-                      "rng-bit-generator": emit_rng_bit_generator_kernel}
+                      "rng-bit-generator": emit_rng_bit_generator_kernel,
+                      "rng-get-and-update-state": emit_rng_get_and_update_state_kernel}
         if op in sequential:
             return lambda ctx: emit_single_thread(ctx, sequential[op])
         if op == "dynamic-update-slice":

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 # ---- leaves ---------------------------------------------------------------------------
 @register("constant")
 def handle_constant(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) -> Value:
-    """The literal itself (handlers never modify values, so no copy is needed)."""
+    """The literal itself: an array, or for a tuple constant a tuple of them -- the same value
+    a ``tuple`` instruction makes (handlers never modify values, so no copy is needed)."""
     return instr.literal
 
 

@@ -31,6 +31,11 @@ Philox stream (key ``rng_seed``, a counter that advances with each use). ``rng_u
 gives ``a + (b - a) * u`` with u uniform in [0, 1) for floats and ``a + w mod (b - a)`` for
 integers; ``rng_normal`` gives mean a, standard deviation b (Box-Muller). This stream is
 xla_teach's own and is *not* meant to match XLA's.
+
+**rng-get-and-update-state(), delta=N** exposes that hidden stream, as XLA's
+``kRngGetAndUpdateState`` does: it returns ``u64[2] {rng_seed, counter}`` -- exactly the
+``rng-bit-generator`` state that draws what the next ``rng`` would draw -- and advances the
+counter by ``N`` blocks. ``rng-expander`` rewrites every ``rng`` into it.
 """
 
 from __future__ import annotations
@@ -103,6 +108,13 @@ def handle_rng_bit_generator(ev: HloEvaluator, instr: HloInstruction, operands: 
     new_state = state.copy()
     new_state[1] = np.uint64((base + blocks) % 2**64)
     return new_state, bits_to_elements(words, dtype, count).reshape(out_shape.dimensions)
+
+
+@register("rng-get-and-update-state")
+def handle_rng_get_and_update_state(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) -> Value:
+    state = np.array([ev.rng_key % 2**64, ev.rng_counter], dtype=np.uint64)
+    ev.rng_counter = (ev.rng_counter + int(instr.attr("delta"))) % 2**64
+    return state
 
 
 def _uniform01(ev: HloEvaluator, count: int) -> np.ndarray:

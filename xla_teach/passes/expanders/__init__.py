@@ -2,7 +2,8 @@
 
 Like XLA's ``xla/hlo/transforms/expanders/``, each pass here replaces one opcode by an
 equivalent group of simpler instructions (``topk`` -> ``sort`` + ``slice``, legacy ``rng``
--> ``rng-bit-generator`` + conversion). They run first in the CPU and GPU pipelines, so
+-> ``rng-get-and-update-state`` + ``rng-bit-generator`` + conversion, a tuple ``constant`` ->
+``tuple`` of array constants). They run first in the CPU and GPU pipelines, so
 the optimizer sees the simple ops and can fuse and simplify them like any others
 (:func:`add_expanders` puts them there).
 """
@@ -11,18 +12,19 @@ from __future__ import annotations
 
 from xla_teach.passes.expanders.rng_expander import RngExpander
 from xla_teach.passes.expanders.topk_decomposer import TopkDecomposer
+from xla_teach.passes.expanders.tuple_constant_splitter import TupleConstantSplitter
 from xla_teach.passes.pass_base import HloPassPipeline
 
 
 def add_expanders(pipeline: HloPassPipeline) -> None:
     """Put the expanders at the very start of ``pipeline``'s ``optimization`` stage.
 
-    First of all: ``rng-expander`` numbers the ``rng`` instructions in the order the
-    interpreter runs them, which no pass may have moved yet (see its docstring)."""
+    First of all: ``rng-expander`` orders the ``rng`` draws (control edges) as the
+    interpreter runs them, which no pass may have changed yet (see its docstring)."""
     optimization = pipeline.find("optimization")
     if not isinstance(optimization, HloPassPipeline):
         raise ValueError(f"{pipeline.name} has no 'optimization' stage to put the expanders in")
-    optimization.passes[:0] = [RngExpander(), TopkDecomposer()]
+    optimization.passes[:0] = [RngExpander(), TopkDecomposer(), TupleConstantSplitter()]
 
 
-__all__ = ["RngExpander", "TopkDecomposer", "add_expanders"]
+__all__ = ["RngExpander", "TopkDecomposer", "TupleConstantSplitter", "add_expanders"]

@@ -1,25 +1,31 @@
-"""Rewrite the legacy ``rng`` as ``rng-bit-generator`` plus a conversion (``rng-expander``).
+"""Rewrite the legacy ``rng`` as ``rng-get-and-update-state`` + ``rng-bit-generator`` (``rng-expander``).
 
 ``rng(a, b), distribution=...`` is stateful: the interpreter draws it from its own
 Philox-4x32-10 stream (key ``rng_seed`` = 0, a counter that starts at 0 in every run and
-advances by the blocks each draw uses; see :mod:`xla_teach.hlo.evaluator.random`). No
-code generator keeps such a hidden counter, so, as XLA's ``RngExpander`` does, this pass
-makes the state explicit: an ``rng`` whose draw starts at counter ``c`` becomes
-``rng-bit-generator`` on the constant state ``{seed, c}`` -- the very same words -- and
-the interpreter's formula written as HLO:
+advances by the blocks each draw uses; see :mod:`xla_teach.hlo.evaluator.random`). As
+XLA's ``RngExpander`` does, this pass makes the state explicit: each ``rng`` reads it with
+``rng-get-and-update-state(), delta=<blocks it uses>`` -- which returns ``{seed, counter}``
+and advances the counter at run time -- draws its bits with ``rng-bit-generator`` on that
+state, and applies the interpreter's formula written as HLO:
 
 * ``rng_uniform``, floats: ``u = (bits >> 11) * 2^-53`` (53 random bits in [0, 1)),
   ``a + (b - a) * u`` in f64, clamped below ``nextafter(b, a)``, converted to the type;
 * ``rng_uniform``, integers: ``a + bits % max(b - a, 1)``, in 64-bit wrap-around arithmetic;
 * ``rng_normal``: Box-Muller in f64, ``a + b * sqrt(-2 log1p(-u1)) cos(2 pi u2)`` with
-  ``u1``, ``u2`` two successive uniform draws.
+  ``u1``, ``u2`` two successive uniform draws (``u2`` from the first generator's new state).
 
-The counters are fixed at compile time, in the order the interpreter runs the ``rng``
-instructions (:func:`~xla_teach.hlo.evaluator.core.execution_order`, descending into
-``call``), which is why the pass runs first in the pipeline, before anything moves
-them. An ``rng`` that may run a data-dependent number of times -- in a ``while`` body, a
-``conditional`` branch, a ``map`` or reducer, a computation called from two places --
-has no fixed counter; the pass rejects it with an error that says so.
+Because the counter lives at run time, an ``rng`` in a ``while`` body, a ``conditional``
+branch or a computation called twice draws fresh numbers each time it runs, exactly as the
+interpreter's does. What must hold is the *order* of the draws, which the interpreter
+fixes (:func:`~xla_teach.hlo.evaluator.core.execution_order`) and a scheduler could
+change. So, per computation, the pass lists the instructions that draw -- the ``rng``
+themselves and the ``while``/``conditional``/``call`` reaching one -- in the interpreter's
+order, and makes each a *control successor* of the draws since the previous ``rng``
+(every scheduler obeys control edges; no pass removes a ``rng-get-and-update-state``).
+Then it inlines the ``call`` reaching an ``rng`` (carrying those edges over, which the
+general ``call-inliner`` would drop). Before all that it removes dead instructions, as the
+interpreter never runs a dead ``call``. An ``rng`` run once per *element* -- in a ``map``,
+a reducer, a comparator -- has no order and is rejected with an error that says so.
 
 Before::
 
@@ -36,7 +42,7 @@ After::
       a_wide = s64[] convert(a)
       a_u64 = u64[] bitcast-convert(a_wide)
       a_b = u64[3] broadcast(a_u64), dimensions={}
-      state = u64[2] constant({0, 0})
+      state = u64[2] rng-get-and-update-state(), delta=2
       rng-bit-generator = (u64[2], u64[3]) rng-bit-generator(state), algorithm=rng_philox
       bits = u64[3] get-tuple-element(rng-bit-generator), index=1
       b = s32[] parameter(1)
@@ -53,8 +59,8 @@ After::
       ROOT r = s32[3] convert(signed)
     }
 
-A second ``rng`` would read ``state = {0, 2}``: the first one used ``ceil(3 * 2 / 4) = 2``
-Philox blocks.
+``delta=2``: three u64 draws take 6 Philox words, ``ceil(6 / 4) = 2`` blocks. A second
+``rng`` would get ``control-predecessors={state}``.
 """
 
 from __future__ import annotations
@@ -68,57 +74,89 @@ from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPass
+from xla_teach.passes.simplifiers.call_inliner import inline_call
+from xla_teach.passes.simplifiers.dce import remove_dead_instructions, remove_unreachable_computations
 from xla_teach.passes.simplifiers.rewrite_utils import add_constant, add_instruction, replace_instruction
 
 U64, S64, F64, PRED = PrimitiveType.U64, PrimitiveType.S64, PrimitiveType.F64, PrimitiveType.PRED
+STATE_OP = "rng-get-and-update-state"
+# Control flow that runs a whole computation at one point of its caller's order.
+SEQUENTIAL_CALLERS = ("call", "while", "conditional")
 
 
 class RngExpander(HloPass):
     name = "rng-expander"
     is_optimization = False  # code generation needs it: there is no rng kernel
 
-    def __init__(self, seed: int = 0) -> None:
-        """``seed``: the Philox key, the interpreter's ``rng_seed`` (0 in the backends)."""
-        super().__init__()
-        self.seed = seed
-
     def run(self, module: HloModule) -> bool:
-        rngs = [i for i in module.instructions() if i.opcode == "rng"]
-        if not rngs:
+        if not any(i.opcode == "rng" for i in module.instructions()):
             return False
-        counters: dict[int, int] = {}
-        end = self._assign_counters(module.entry, counters, 0)
-        for rng in rngs:
-            # An rng the interpreter never runs (dead, or in an unused computation) may take any
-            # counter: it cannot change a result, and dce removes it.
-            counter = counters.get(rng.unique_id, end)
-            self.note(f"{rng.name}: {rng.attr('distribution')} drawn from Philox counter {counter}")
-            _Expansion(rng, self.seed, counter).run()
+        for comp in module.computations:
+            remove_dead_instructions(comp)
+        _reject_per_element_rngs(module)
+        orders = {id(comp): _draws(comp) for comp in module.computations}  # before anything moves
+        for comp in module.computations:
+            since_last_state: list[HloInstruction] = []
+            for instr in orders[id(comp)]:
+                if instr.opcode == "rng":
+                    self.note(f"{instr.name}: {instr.attr('distribution')} drawn from the run-time Philox state")
+                    instr = _Expansion(instr).run()
+                _add_control_predecessors(instr, since_last_state)
+                since_last_state = [instr] if instr.opcode == STATE_OP else since_last_state + [instr]
+        self._inline_drawing_calls(module)
         return True
 
-    def _assign_counters(self, comp: HloComputation, counters: dict[int, int], counter: int) -> int:
-        """Give every rng ``comp`` runs its counter, in the interpreter's order; return the
-        counter after them."""
-        for instr in execution_order(comp):
-            if instr.opcode == "rng":
-                if instr.unique_id in counters:
+    def _inline_drawing_calls(self, module: HloModule) -> None:
+        """Inline every ``call`` that draws, callees first, keeping the order of the draws."""
+        for comp in module.computation_post_order():
+            for call in [i for i in comp.post_order() if i.opcode == "call" and _draws_inside(i)]:
+                before = {i.unique_id for i in comp.instructions}
+                predecessors, call.control_predecessors = list(call.control_predecessors), []
+                successors = [i for i in comp.instructions if call in i.control_predecessors]
+                for successor in successors:  # detached, so inlining can remove the call
+                    successor.control_predecessors.remove(call)
+                inline_call(call)
+                clones = [i for i in comp.instructions if i.unique_id not in before and _is_draw(i)]
+                for clone in clones:
+                    _add_control_predecessors(clone, predecessors)
+                for successor in successors:
+                    _add_control_predecessors(successor, clones)
+                self.note(f"{comp.name}: inlined {call.name}, which draws")
+        remove_unreachable_computations(module)  # inlined callees, and what only dead code called
+
+
+def _is_draw(instr: HloInstruction) -> bool:
+    return instr.opcode in ("rng", STATE_OP) or (instr.opcode in SEQUENTIAL_CALLERS and _draws_inside(instr))
+
+
+def _draws_inside(instr: HloInstruction) -> bool:
+    return any(_first_rng(callee) is not None for callee in instr.called_computations())
+
+
+def _draws(comp: HloComputation) -> list[HloInstruction]:
+    """The instructions of ``comp`` that draw, in the order the interpreter runs them."""
+    return [i for i in execution_order(comp) if _is_draw(i)]
+
+
+def _add_control_predecessors(instr: HloInstruction, predecessors: list[HloInstruction]) -> None:
+    for pred in predecessors:
+        if pred is not instr and pred not in instr.control_predecessors:
+            instr.control_predecessors.append(pred)
+
+
+def _reject_per_element_rngs(module: HloModule) -> None:
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if instr.opcode in SEQUENTIAL_CALLERS:
+                continue
+            for callee in instr.called_computations():
+                inner = _first_rng(callee)
+                if inner is not None:
                     raise NotImplementedError(
-                        f"rng-expander: {instr.name} in {comp.name} runs once per call of {comp.name}, which is "
-                        f"called from more than one place; each run needs its own Philox counter")
-                counters[instr.unique_id] = counter
-                counter = (counter + _blocks(instr)) % 2**64
-            elif instr.opcode == "call":
-                counter = self._assign_counters(instr.to_apply, counters, counter)
-            else:
-                for callee in instr.called_computations():
-                    inner = _first_rng(callee)
-                    if inner is not None:
-                        raise NotImplementedError(
-                            f"rng-expander: {inner.name} (rng) is reached through {instr.name} ({instr.opcode}) "
-                            f"in {comp.name}, which may run it a data-dependent number of times; the legacy rng "
-                            "compiles only in the entry computation and computations it calls -- use "
-                            "rng-bit-generator with an explicit state there")
-        return counter
+                        f"rng-expander: {inner.name} ({inner.opcode}) is reached through {instr.name} "
+                        f"({instr.opcode}) in {comp.name}, which runs it once per element in no defined order; "
+                        "the legacy rng compiles in computations run by call, while and conditional -- use "
+                        "rng-bit-generator with an explicit state here")
 
 
 def _blocks(rng: HloInstruction) -> int:
@@ -133,7 +171,7 @@ def _first_rng(comp: HloComputation, seen: set[int] | None = None) -> HloInstruc
         return None
     seen.add(id(comp))
     for instr in comp.instructions:
-        if instr.opcode == "rng":
+        if instr.opcode in ("rng", STATE_OP):
             return instr
         for callee in instr.called_computations():
             found = _first_rng(callee, seen)
@@ -145,28 +183,37 @@ def _first_rng(comp: HloComputation, seen: set[int] | None = None) -> HloInstruc
 class _Expansion:
     """Builds the replacement of one ``rng`` next to it."""
 
-    def __init__(self, rng: HloInstruction, seed: int, counter: int) -> None:
+    def __init__(self, rng: HloInstruction) -> None:
         assert rng.parent is not None
-        self.rng, self.comp, self.seed, self.counter = rng, rng.parent, seed, counter
+        self.rng, self.comp = rng, rng.parent
         self.dims = rng.shape.dimensions
         self.etype = rng.shape.element_type
 
-    def run(self) -> None:
+    def run(self) -> HloInstruction:
+        """Replace the rng; returns its ``rng-get-and-update-state``, which inherits its control edges."""
         distribution = str(self.rng.attr("distribution"))
-        a, b = self.rng.operands
-        if distribution == "rng_uniform" and self.etype.is_float:
-            result = self._uniform_float(a, b)
-        elif distribution == "rng_uniform" and self.etype.is_integral:
-            result = self._uniform_integer(a, b)
-        elif distribution == "rng_normal" and self.etype.is_float:
-            result = self._normal(a, b)
-        else:
+        if distribution not in ("rng_uniform", "rng_normal") or (
+                distribution == "rng_normal" and not self.etype.is_float) or not (
+                self.etype.is_float or self.etype.is_integral):
             raise ValueError(f"{self.rng.name}: rng {distribution} of {self.rng.shape.to_text()} is not defined "
                              "(uniform takes floats or integers, normal takes floats)")
+        self.state = self._add(STATE_OP, [], {"delta": _blocks(self.rng)}, name="state")
+        a, b = self.rng.operands
+        if distribution == "rng_normal":
+            result = self._normal(a, b)
+        elif self.etype.is_float:
+            result = self._uniform_float(a, b)
+        else:
+            result = self._uniform_integer(a, b)
         name = self.rng.name
+        self.state.control_predecessors = list(self.rng.control_predecessors)
+        for user in self.comp.instructions:
+            if self.rng in user.control_predecessors:
+                user.control_predecessors[user.control_predecessors.index(self.rng)] = self.state
         result = replace_instruction(self.rng, self._convert(result, self.etype, "sample"))
         self.comp.remove_instruction(self.rng)  # an rng has a side effect: nothing removes it for us
         result.name = name  # the value keeps its name, so the users' text reads as before
+        return self.state
 
     # ---- helpers ------------------------------------------------------------------------
     def _add(self, opcode: str, operands: list[HloInstruction], attrs: dict | None = None,
@@ -193,26 +240,26 @@ class _Expansion:
     def _binary(self, opcode: str, x: HloInstruction, y: HloInstruction, name: str) -> HloInstruction:
         return self._add(opcode, [x, y], name=name)
 
-    def _bits(self, counter: int) -> HloInstruction:
-        """``count`` u64 words of the stream, starting at Philox block ``counter``."""
-        state = self._constant(np.array([self.seed, counter], dtype=np.uint64), U64, "state")
+    def _bits(self, state: HloInstruction) -> tuple[HloInstruction, HloInstruction]:
+        """(one u64 of the stream per element, drawn from Philox state ``state``; the generator,
+        whose element 0 is the state after them)."""
         shape = Shape.make_tuple([state.shape, Shape.array(U64, self.dims)])
         generator = self._add("rng-bit-generator", [state], {"algorithm": "rng_philox"}, shape=shape)
-        return self._add("get-tuple-element", [generator], {"index": 1}, name="bits")
+        return self._add("get-tuple-element", [generator], {"index": 1}, name="bits"), generator
 
-    def _uniform01(self, counter: int) -> HloInstruction:
-        """f64 in [0, 1): the top 53 bits of each u64, times 2^-53 (both steps exact)."""
-        bits = self._bits(counter)
+    def _uniform01(self, state: HloInstruction) -> tuple[HloInstruction, HloInstruction]:
+        """(f64 in [0, 1): the top 53 bits of each u64, times 2^-53 (both steps exact); the generator)."""
+        bits, generator = self._bits(state)
         top = self._binary("shift-right-logical", bits, self._broadcast(self._constant(11, U64, "eleven"), "eleven_b"),
                            "top53")
         scale = self._broadcast(self._constant(2.0**-53, F64, "two_pow_minus_53"), "scale")
-        return self._binary("multiply", self._convert(top, F64, "top53_f64"), scale, "u")
+        return self._binary("multiply", self._convert(top, F64, "top53_f64"), scale, "u"), generator
 
     # ---- the three formulas -------------------------------------------------------------
     def _uniform_float(self, a: HloInstruction, b: HloInstruction) -> HloInstruction:
         low, high = self._convert(a, F64, "low"), self._convert(b, F64, "high")
         span = self._binary("subtract", high, low, "span")
-        scaled = self._binary("multiply", self._broadcast(span, "span_b"), self._uniform01(self.counter), "scaled")
+        scaled = self._binary("multiply", self._broadcast(span, "span_b"), self._uniform01(self.state)[0], "scaled")
         values = self._binary("add", self._broadcast(low, "low_b"), scaled, "values")
         limit = self._broadcast(self._next_after(high, low), "limit_b")
         return self._binary("minimum", values, limit, "below_high")
@@ -251,15 +298,15 @@ class _Expansion:
         b_u64, a_u64 = as_u64(b), as_u64(a)
         difference = self._binary("subtract", b_u64, a_u64, "difference")
         span = self._add("select", [high, difference, self._constant(1, U64, "one")], name="span")
-        offset = self._binary("remainder", self._bits(self.counter), self._broadcast(span, "span_b"), "offset")
+        offset = self._binary("remainder", self._bits(self.state)[0], self._broadcast(span, "span_b"), "offset")
         total = self._binary("add", self._broadcast(a_u64, "a_b"), offset, "sum")
         if wide is S64:
             return self._add("bitcast-convert", [total], name="signed", result_element_type=S64)
         return total
 
     def _normal(self, a: HloInstruction, b: HloInstruction) -> HloInstruction:
-        u1 = self._uniform01(self.counter)
-        u2 = self._uniform01((self.counter + _blocks(self.rng) // 2) % 2**64)
+        u1, generator = self._uniform01(self.state)
+        u2, _ = self._uniform01(self._add("get-tuple-element", [generator], {"index": 0}, name="next_state"))
         log = self._add("log-plus-one", [self._add("negate", [u1], name="minus_u1")], name="log1p")
         radius = self._add("sqrt", [self._binary("multiply", self._broadcast(
             self._constant(-2.0, F64, "minus_two"), "minus_two_b"), log, "minus_two_log")], name="radius")
