@@ -40,12 +40,21 @@ def test_top_level_names() -> None:
         assert name in xla_teach.__all__ and hasattr(xla_teach, name)
 
 
-def test_execute_runs_on_the_interpreter_by_default_and_flattens_the_root() -> None:
+def test_execute_compiles_for_the_cpu_by_default_and_flattens_the_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    import xla_teach.api
+
+    used: list[str] = []
+    real_compiler_for = xla_teach.api.compiler_for
+    monkeypatch.setattr(xla_teach.api, "compiler_for",
+                        lambda backend, options: used.append(backend) or real_compiler_for(backend, options))
     x, y, z = _args()
-    outputs = xla_teach.execute(xla_teach.parse_hlo(SEED), [x, y, z])
-    assert [o.dtype for o in outputs] == [np.float32, np.float32]
-    np.testing.assert_allclose(outputs[1], x + y * z, rtol=1e-6)
-    np.testing.assert_allclose(outputs[0], np.sum((x + y * z).astype(np.float64)), rtol=1e-5)
+    for backend in (None, "interpreter"):
+        extra = {} if backend is None else {"backend": backend}
+        outputs = xla_teach.execute(xla_teach.parse_hlo(SEED), [x, y, z], **extra)
+        assert [o.dtype for o in outputs] == [np.float32, np.float32]
+        np.testing.assert_allclose(outputs[1], x + y * z, rtol=1e-6)
+        np.testing.assert_allclose(outputs[0], np.sum((x + y * z).astype(np.float64)), rtol=1e-5)
+    assert used == ["cpu", "interpreter"]
 
 
 def test_execute_accepts_text() -> None:

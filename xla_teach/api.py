@@ -78,9 +78,12 @@ def warn_unmatched_disabled_passes(options: CompileOptions, recorder: Any, backe
                       f"disabled nothing (passes that ran: {', '.join(sorted(ran))})", UserWarning, stacklevel=3)
 
 
-def execute(module: HloModule | str, args: Sequence[Any], backend: str = "interpreter") -> list[np.ndarray]:
+def execute(module: HloModule | str, args: Sequence[Any], backend: str = DEFAULT_BACKEND) -> list[np.ndarray]:
     """Run ``module`` on ``args`` (arrays in ENTRY parameter order); returns the ENTRY
-    result's leaves. Wrong argument count, shapes or dtypes raise ``ValueError``."""
+    result's leaves. Wrong argument count, shapes or dtypes raise ``ValueError``.
+
+    ``backend`` is ``"cpu"`` by default (compiled with LLVM for the host); pass
+    ``"interpreter"`` for the reference semantics every backend is checked against."""
     executable = compile_module(module, backend)
     outputs = executable.execute(list(args))
     dumper = getattr(executable, "dumper", None)

@@ -317,6 +317,11 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     if stale:
         raise PluginError(f"docs/hooks/pass_examples.py has examples for passes the CPU pipeline no longer runs: "
                           f"{stale}")
+    doubled = sorted({e.name for e in entries if e.name in EXAMPLES
+                      and docstring_example(pass_docstring(e.hlo_pass)) is not None} - set(PREPARE))
+    if doubled:
+        raise PluginError(f"docs/hooks/pass_examples.py has examples for passes whose docstring example already "
+                          f"runs (one example per pass): {doubled}")
     add_generated_file(files, config, f"{PAGE_DIR}/index.md", index_page(entries), GENERATOR)
     nav = [{"The CPU pipeline": f"{PAGE_DIR}/index.md"}]
     for entry in entries:

@@ -201,25 +201,26 @@ except VerificationError as err:
 # %% [markdown]
 # ## 5. Running HLO on the interpreter
 #
-# `xla_teach.execute(module, args, backend)` compiles and runs a module. The
-# default backend here is `"interpreter"`: a direct, slow, obviously-correct
+# `xla_teach.execute(module, args, backend)` compiles and runs a module. Here we
+# ask for `backend="interpreter"`: a direct, slow, obviously-correct
 # implementation of every opcode. It is the **oracle** the compiled CPU and GPU
 # backends are tested against. Arguments are NumPy arrays in parameter order;
 # the result is the list of the ROOT's leaves (a tuple root gives several).
 
 # %%
 args = [np.float32(2.0), np.arange(4, dtype=np.float32), np.ones(4, np.float32)]
-result_axpy, result_total = execute(module, args)
+result_axpy, result_total = execute(module, args, backend="interpreter")
 print("axpy :", result_axpy, " numpy:", args[0] * args[1] + args[2])
 print("total:", result_total, " numpy:", (args[0] * args[1] + args[2]).sum())
 
 xs = np.array([[0.0, 1.0, -1.0], [2.0, -3.0, 0.5]], np.float32)
-(rows,) = execute(softplus, [xs])
+(rows,) = execute(softplus, [xs], backend="interpreter")
 print("softplus row sums:", rows, " numpy:", np.log1p(np.exp(xs)).sum(axis=1))
 assert np.allclose(rows, np.log1p(np.exp(xs)).sum(axis=1), rtol=1e-6)
 
 # %% [markdown]
-# The CPU backend compiles the same module to machine code; same answer:
+# The CPU backend (the default when `backend` is left out) compiles the same
+# module to machine code; same answer:
 
 # %%
 print(execute(softplus, [xs], backend="cpu"))
@@ -254,7 +255,7 @@ else:
     tolerance = json.loads((SAMPLE / "meta.json").read_text())["tolerance"]
     sample_args = [inputs[f"arg{i}"] for i in range(len(inputs.files))]
     for label, m in (("before", before), ("after", after)):
-        (got,) = execute(m, sample_args)
+        (got,) = execute(m, sample_args, backend="interpreter")
         ok = np.allclose(got, expected, rtol=tolerance["rtol"], atol=tolerance["atol"])
         print(f"interpreter on XLA's '{label}' module: {got:.5f} (XLA computed {expected:.5f}) ->",
               "match" if ok else "MISMATCH")

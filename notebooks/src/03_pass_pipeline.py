@@ -180,7 +180,7 @@ print(no_cse_no_fusion.module.entry.to_text())
 # %%
 rng = np.random.default_rng(0)
 args = [rng.standard_normal(1024, dtype=np.float32), rng.standard_normal(1024, dtype=np.float32)]
-(reference,) = execute(module, args)  # the interpreter, no passes
+(reference,) = execute(module, args, backend="interpreter")  # the oracle, no passes
 (optimized,) = executable.execute(args)
 (unfused,) = no_cse_no_fusion.execute(args)
 print(f"interpreter {reference:.4f}   cpu {optimized:.4f}   cpu without cse/fusion {unfused:.4f}")

@@ -187,7 +187,7 @@ from xla_teach.backends.gpu.runtime import device_available, unavailable_reason
 
 rng = np.random.default_rng(0)
 args = [rng.standard_normal(1024, dtype=np.float32) for _ in range(3)]
-(expected,) = execute(SEED_HLO, args)  # the interpreter
+(expected,) = execute(SEED_HLO, args, backend="interpreter")
 if device_available():
     (on_gpu,) = gpu.execute(args)
     print(f"GPU: {on_gpu:.5f}   interpreter: {expected:.5f}   match: {np.allclose(on_gpu, expected, rtol=1e-5)}")
@@ -195,7 +195,7 @@ if device_available():
         from xla_teach.backends.gpu.cuda_c import run_nvrtc_fusion
 
         ew_args = [rng.standard_normal(1000, dtype=np.float32) for _ in range(2)]
-        (ew_expected,) = execute(ELEMENTWISE_HLO, ew_args)
+        (ew_expected,) = execute(ELEMENTWISE_HLO, ew_args, backend="interpreter")
         (ew_llvm,) = routes.executable.execute(ew_args)
         ew_nvrtc = run_nvrtc_fusion(routes, ew_args)
         print("max |LLVM route - interpreter| =", np.abs(ew_llvm - ew_expected).max())

@@ -163,7 +163,7 @@ import numpy as np
 
 rng = np.random.default_rng(0)
 args = [rng.standard_normal(shape, dtype=np.float32) for shape in ((128, 64), (64, 256), (256, 64))]
-(reference,) = execute(HLO, args)
+(reference,) = execute(HLO, args, backend="interpreter")
 for label, executable in (("unfused", unfused), ("fused", fused)):
     (got,) = executable.execute(args)
     print(f"{label}: max |cpu - interpreter| = {np.abs(got - reference).max():.2e}")

@@ -1,11 +1,9 @@
-"""rng-expander: the golden docstring example, then the interpreter as the oracle -- the expanded
+"""rng-expander (its docstring example runs in test_pass_docstrings.py), with the interpreter as the oracle -- the expanded
 module must give *bit-identical* results to the legacy ``rng`` it replaces, for every
 distribution and element type, on ordinary and special (NaN, inf, -0.0, extreme) bounds, with
 several rngs drawing one after another."""
 
 from __future__ import annotations
-
-import inspect
 
 import numpy as np
 import pytest
@@ -13,22 +11,7 @@ import pytest
 from tests.passes.pass_test_utils import check_pass, random_inputs, special_inputs
 from xla_teach.hlo.evaluator import evaluate_module
 from xla_teach.hlo.parser import parse_hlo
-from xla_teach.passes.expanders import rng_expander
 from xla_teach.passes.expanders.rng_expander import RngExpander
-
-
-def _docstring_block(label: str) -> str:
-    lines = (inspect.getdoc(rng_expander) or "").splitlines()
-    block = []
-    for line in lines[lines.index(f"{label}::") + 1:]:
-        if line.strip() and not line.startswith("    "):
-            break
-        block.append(line[4:])
-    return "HloModule m\n" + "\n".join(block)
-
-
-def test_docstring_example() -> None:
-    check_pass(RngExpander(), _docstring_block("Before"), _docstring_block("After"))
 
 
 def test_no_rng_is_no_change() -> None:

@@ -3,30 +3,13 @@ original ``topk`` -- including ties (lower index first), NaN, infinities and sig
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 
 from tests.passes.pass_test_utils import assert_bitwise_same, check_pass
 from xla_teach.hlo.evaluator import evaluate_module
 from xla_teach.hlo.parser import parse_hlo
-from xla_teach.passes.expanders import topk_decomposer
 from xla_teach.passes.expanders.topk_decomposer import TopkDecomposer
-
-
-def _docstring_block(label: str) -> str:
-    lines = (inspect.getdoc(topk_decomposer) or "").splitlines()
-    block = []
-    for line in lines[lines.index(f"{label}::") + 1:]:
-        if line.strip() and not line.startswith("    "):
-            break
-        block.append(line[4:])
-    return "HloModule m\n" + "\n".join(block)
-
-
-def test_docstring_example() -> None:
-    check_pass(TopkDecomposer(), _docstring_block("Before"), _docstring_block("After"))
 
 
 def test_smallest_integers_share_one_comparator() -> None:

@@ -159,7 +159,9 @@ class HloInstruction:
         return tuple(self.attr("dimensions"))
 
     @property
-    def literal(self) -> np.ndarray:
+    def literal(self) -> np.ndarray | tuple[Any, ...]:
+        """A ``constant``'s value: an array, or for a tuple-shaped constant a tuple of them
+        (see :func:`xla_teach.hlo.literal.literal_at` to reach one element)."""
         return self.attrs["literal"]
 
     @property
