@@ -35,8 +35,12 @@ class Window:
     dimensions: tuple[WindowDimension, ...]
 
     def to_text(self) -> str:
-        """Only non-default fields are printed; ``size`` always is."""
+        """Only non-default fields are printed; ``size`` always is (``{}`` for no dimensions:
+        the window of a rank-0 reduce-window or of a convolution without spatial dims, which
+        XLA leaves out of the text altogether)."""
         dims = self.dimensions
+        if not dims:
+            return "{}"
         parts = ["size=" + "x".join(str(d.size) for d in dims)]
         if any(d.stride != 1 for d in dims):
             parts.append("stride=" + "x".join(str(d.stride) for d in dims))
@@ -53,6 +57,8 @@ class Window:
     @staticmethod
     def from_fields(fields: dict[str, str]) -> Window:
         """Build from the ``key=value`` pairs inside the braces (values still text)."""
+        if not fields:
+            return NO_WINDOW
         if "size" not in fields:
             raise ValueError("window needs size=")
         sizes = [int(v) for v in fields["size"].split("x")]
@@ -117,6 +123,9 @@ class Window:
                 for i in range(rank)
             )
         )
+
+
+NO_WINDOW = Window(())  # the window of an op with no window dimensions; XLA prints no ``window=`` then
 
 
 # ---------------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from xla_teach.hlo.attributes import NO_WINDOW
+
 
 class OpKind(enum.Enum):
     LEAF = "leaf"  # parameter, constant, iota, replica-id ...
@@ -132,7 +134,7 @@ OPCODES: dict[str, OpInfo] = {
     "constant": OpInfo(OpKind.LEAF, 0),
     "convert": OpInfo(OpKind.ELEMENTWISE, 1),
     "convolution": OpInfo(OpKind.CONTRACTION, 2, (
-        Attr("window", K.WINDOW), Attr("dim_labels", K.DIM_LABELS),
+        Attr("window", K.WINDOW, NO_WINDOW), Attr("dim_labels", K.DIM_LABELS),
         Attr("feature_group_count", K.INT, 1), Attr("batch_group_count", K.INT, 1), _PRECISION),
         expensive=True),
     "copy": OpInfo(OpKind.DATA_MOVEMENT, 1),
@@ -189,7 +191,8 @@ OPCODES: dict[str, OpInfo] = {
     "reduce": OpInfo(OpKind.REDUCTION, None, (_DIMS, _TO_APPLY), expensive=True),
     "reduce-precision": OpInfo(OpKind.ELEMENTWISE, 1, (
         Attr("exponent_bits", K.INT), Attr("mantissa_bits", K.INT))),
-    "reduce-window": OpInfo(OpKind.REDUCTION, None, (Attr("window", K.WINDOW), _TO_APPLY), expensive=True),
+    "reduce-window": OpInfo(OpKind.REDUCTION, None, (Attr("window", K.WINDOW, NO_WINDOW), _TO_APPLY),
+                            expensive=True),
     "remainder": _binary(expensive=True),
     "replica-id": OpInfo(OpKind.LEAF, 0),
     "reshape": OpInfo(OpKind.DATA_MOVEMENT, 1, (Attr("inferred_dimension", K.INT, None),)),
@@ -210,7 +213,7 @@ OPCODES: dict[str, OpInfo] = {
         expensive=True),
     "select": OpInfo(OpKind.ELEMENTWISE, 3),
     "select-and-scatter": OpInfo(OpKind.REDUCTION, 3, (
-        Attr("window", K.WINDOW), Attr("select", K.COMPUTATION), Attr("scatter", K.COMPUTATION)),
+        Attr("window", K.WINDOW, NO_WINDOW), Attr("select", K.COMPUTATION), Attr("scatter", K.COMPUTATION)),
         expensive=True),
     "shift-left": _binary(),
     "shift-right-arithmetic": _binary(),

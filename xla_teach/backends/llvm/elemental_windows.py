@@ -129,7 +129,7 @@ def window_position(b: ir.IRBuilder, out: ir.Value, k: ir.Value, dim, size: int)
 def reduce_window_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
     n = instr.operand_count // 2
     inputs, inits = instr.operands[:n], instr.operands[n:]
-    window = instr.attrs["window"].dimensions
+    window = instr.attr("window").dimensions
     in_shape = inputs[0].shape
     b = em.b
 
@@ -218,7 +218,7 @@ def dot_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
 def convolution_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
     lhs, rhs = instr.operand(0), instr.operand(1)
     dn = instr.attrs["dim_labels"]
-    window = instr.attrs["window"].dimensions
+    window = instr.attr("window").dimensions
     groups = int(instr.attr("feature_group_count"))
     batch_groups = int(instr.attr("batch_group_count"))
     in_features_per_group = rhs.shape.dimensions[dn.kernel_input_feature_dimension]

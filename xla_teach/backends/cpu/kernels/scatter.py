@@ -89,7 +89,7 @@ def emit_select_and_scatter_kernel(ctx: KernelContext) -> tuple[int, int]:
     instr, b = ctx.instr, ctx.b
     operand, source, init = ctx.operand_arrays
     out = ctx.output_arrays[0]
-    window = instr.attrs["window"].dimensions
+    window = instr.attr("window").dimensions
     init_value = init.load(b, IrIndex.scalar(init.shape))
     for_each_index(b, out.shape, lambda index: out.store(b, init_value, index), "fill")
     shape = operand.shape
