@@ -76,3 +76,14 @@ def test_list_and_unknown_passes():
         passes_by_name(["no-such-pass"], "cpu")
     # fresh instances every time: two pipelines never share a pass object
     assert passes_by_name(["dce"]).passes[0] is not passes_by_name(["dce"]).passes[0]
+
+
+def test_pass_summary_shows_each_pass_notes():
+    """The notes (fusion's reason for each refusal) follow their pass's line, indented."""
+    summary = run_opt(parse_hlo(EXAMPLE), "cpu", None, "pass-summary").splitlines()
+    fusion_line = next(i for i, line in enumerate(summary) if "fusion/fusion" in line)
+    following = summary[fusion_line + 1:]
+    assert following and following[0].startswith("      ")
+    notes = [line.strip() for line in following if line.startswith("      ")]
+    assert any(note.startswith("fused m into") for note in notes)
+    assert any("parameters are inputs" in note for note in notes)

@@ -22,6 +22,7 @@ pipeline is itself a pass) and guards itself the way XLA's does:
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -113,9 +114,16 @@ class PassRecorder:
     def changed_records(self) -> list[PassRecord]:
         return [r for r in self.records if r.changed]
 
-    def table(self) -> str:
-        """One line per pass run; ``*`` marks the ones that changed the module."""
-        return "\n".join(r.summary() for r in self.records)
+    def table(self, notes: bool = False) -> str:
+        """One line per pass run; ``*`` marks the ones that changed the module. With
+        ``notes``, each pass's notes follow its line, indented (what it did, and why
+        fusion refused each candidate it refused)."""
+        lines: list[str] = []
+        for r in self.records:
+            lines.append(r.summary())
+            if notes:
+                lines += ["      " + note for note in r.notes]
+        return "\n".join(lines)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -198,18 +206,30 @@ class HloPassPipeline(HloPass):
     def _run_passes(self, module: HloModule, options: PassOptions, recorder: PassRecorder | None) -> bool:
         changed = False
         for p in self.passes:
-            if isinstance(p, HloPassPipeline):
+            if isinstance(p, HloPassPipeline) and p.name in options.disabled_passes:
+                # a disabled sub-pipeline (as in XLA, a pipeline is a pass and has a name):
+                # record it and each pass in it as skipped, so none of them seems to vanish
+                self._run_one(p, module, options, recorder)
+                p._skip_all(module, options, recorder, f"in {p.name}, disabled by --xla_disable_hlo_passes")
+            elif isinstance(p, HloPassPipeline):
                 changed |= p._run_passes(module, options, recorder)
             else:
                 changed |= self._run_one(p, module, options, recorder)
         return changed
 
+    def _skip_all(self, module: HloModule, options: PassOptions, recorder: PassRecorder | None, why: str) -> None:
+        for p in self.passes:
+            if isinstance(p, HloPassPipeline):
+                p._skip_all(module, options, recorder, why)
+            else:
+                self._run_one(p, module, options, recorder, skip=why)
+
     def _run_one(self, p: HloPass, module: HloModule, options: PassOptions,
-                 recorder: PassRecorder | None) -> bool:
-        skipped = ""
-        if p.name in options.disabled_passes:
+                 recorder: PassRecorder | None, skip: str = "") -> bool:
+        skipped = skip  # why the pass does not run ("" if it does)
+        if not skipped and p.name in options.disabled_passes:
             skipped = "disabled by --xla_disable_hlo_passes"
-        elif options.opt_level == 0 and p.is_optimization:
+        elif not skipped and options.opt_level == 0 and p.is_optimization:
             skipped = "optimization level 0"
         keep_text = options.record or bool(options.listeners)
         before = module.to_text()  # also needed to check the pass's "changed" claim
@@ -253,6 +273,9 @@ class HloPassFix(HloPassPipeline):
             if not super()._run_passes(module, options, recorder):
                 break
             changed_any = True
+        else:  # XLA logs this too: two passes undoing each other never reach a fixed point
+            warnings.warn(f"pipeline {self.name} still changed the module after {self.max_iterations} "
+                          "iterations; stopped without reaching a fixed point", UserWarning, stacklevel=2)
         return changed_any
 
 

@@ -14,7 +14,8 @@ and one way to pick what is printed, ``--stage``:
 ``optimized_llvm_ir``         LLVM IR after ``-O3`` (XLA: ``llvm``, ``llvm-after-optimizations``)
 ``asm``                       the machine code (CPU)
 ``ptx``                       the PTX (GPU; needs no GPU)
-``pass-summary``              xla_teach: one line per pass run, with instruction counts and time
+``pass-summary``              xla_teach: one line per pass run, with instruction counts and time,
+                              followed by the pass's notes (fusion's reasons for each refusal)
 ============================  ============================================================
 """
 
@@ -35,7 +36,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "optimized_llvm_ir": ("optimized_llvm_ir", "LLVM IR after LLVM's optimizations"),
     "asm": ("assembly", "machine code (CPU)"),
     "ptx": ("ptx", "PTX (GPU)"),
-    "pass-summary": ("", "one line per pass run"),
+    "pass-summary": ("", "one line per pass run, with its notes"),
 }
 STAGE_ALIASES = {"llvm-before-optimizations": "llvm_ir", "llvm": "optimized_llvm_ir",
                  "llvm-after-optimizations": "optimized_llvm_ir", "hlo-backend": "hlo", "assembly": "asm"}
@@ -108,7 +109,7 @@ def run_opt(module: HloModule, platform: str = "cpu", passes: list[str] | None =
             optimized = compiler.run_hlo_passes(module)
         warn_unmatched_disabled_passes(compiler.options, compiler.recorder, platform)
         if stage == "pass-summary":
-            return compiler.recorder.table() or "(no passes ran)"
+            return compiler.recorder.table(notes=True) or "(no passes ran)"
         return optimized.to_text()
     executable = compile_on(module, platform, pipeline)
     text = getattr(executable.artifacts, STAGES[stage][0], "")
