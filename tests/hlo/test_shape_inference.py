@@ -96,8 +96,7 @@ def test_compare() -> None:
 def test_select() -> None:
     assert infer("select", ["pred[2,3]", "f32[2,3]", "f32[2,3]"]) == "f32[2,3]"
     assert infer("select", ["pred[]", "f32[2,3]", "f32[2,3]"]) == "f32[2,3]"
-    assert infer("select", ["pred[]", "(f32[2], s32[])", "(f32[2], s32[])"]) == "(f32[2], s32[])"
-    assert "scalar predicate" in error("select", ["pred[2]", "(f32[2], s32[])", "(f32[2], s32[])"])
+    assert "tuple-select" in error("select", ["pred[]", "(f32[2], s32[])", "(f32[2], s32[])"])
     assert "pred[3]" in error("select", ["pred[3]", "f32[2]", "f32[2]"])
     assert "pred array" in error("select", ["s32[2]", "f32[2]", "f32[2]"])
     assert "same shape" in error("select", ["pred[2]", "f32[2]", "s32[2]"])

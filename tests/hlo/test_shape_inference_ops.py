@@ -324,3 +324,8 @@ def test_window_size_matches_brute_force(n: int, size: int, stride: int, low: in
            f"rhs_dilate={window_dilation}")
     attrs = {"window": window(win), "to_apply": comp("add_f32")}
     assert infer("reduce-window", [f"f32[{n}]", "f32[]"], attrs) == f"f32[{len(positions)}]"
+
+
+def test_select_between_tuples_is_rejected_as_in_xla() -> None:
+    message = error("select", ["pred[]", "(f32[2], s32[])", "(f32[2], s32[])"])
+    assert "(f32[2], s32[])" in message and "tuple-select" in message

@@ -156,7 +156,8 @@ def infer_compare(ctx: OpContext) -> Shape:
 
 def infer_select(ctx: OpContext) -> Shape:
     """``select(pred, on_true, on_false)``: pred is ``pred`` with the branches' dims or a
-    scalar; the branches have identical shapes. Tuple branches need a scalar pred."""
+    scalar; the branches are arrays of identical shapes (XLA removed the old tuple-select:
+    select each element and ``tuple`` the results)."""
     ctx.expect_operand_count(3)
     pred, on_true, on_false = ctx.operands
     if not pred.is_array or pred.element_type is not PrimitiveType.PRED:
@@ -164,9 +165,8 @@ def infer_select(ctx: OpContext) -> Shape:
     if not on_true.compatible(on_false):
         raise ctx.fail(f"on_true {shape_text(on_true)} and on_false {shape_text(on_false)} must have the same shape")
     if on_true.is_tuple:
-        if not pred.is_scalar:
-            raise ctx.fail(f"selecting between tuples needs a scalar predicate, got {shape_text(pred)}")
-        return on_true
+        raise ctx.fail(f"cannot select between tuples {shape_text(on_true)} (XLA removed tuple-select): "
+                       "select each get-tuple-element and tuple the results")
     if not on_true.is_array:
         raise ctx.fail(f"cannot select between {shape_text(on_true)} values")
     if not pred.is_scalar and pred.dimensions != on_true.dimensions:
