@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.passes.pass_test_utils import special_inputs
-from xla_teach.api import compile_module
+from xla_teach.api import compile_module, execute
 from xla_teach.hlo.evaluator import HloEvaluator
 from xla_teach.hlo.parser import parse_hlo
 
@@ -182,3 +182,30 @@ ENTRY main {
 """
     with pytest.raises(NotImplementedError, match=r"r \(rng\) is reached through m \(map\)"):
         compile_module(text, "cpu")
+
+
+def test_variadic_all_reduce_compiles_per_operand() -> None:
+    """all-reduce-splitter gives each operand its own all-reduce; on one device each result is
+    its operand (the interpreter's meaning)."""
+    text = """
+HloModule m
+add_f {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[4] parameter(0)
+  y = f32[2,3] parameter(1)
+  r = (f32[4], f32[2,3]) all-reduce(x, y), replica_groups={}, to_apply=add_f
+  a = f32[4] get-tuple-element(r), index=0
+  b = f32[2,3] get-tuple-element(r), index=1
+  ROOT t = (f32[4], f32[2,3]) tuple(a, b)
+}
+"""
+    x, y = np.arange(4, dtype=np.float32), np.arange(6, dtype=np.float32).reshape(2, 3)
+    want = execute(text, [x, y], backend="interpreter")
+    got = execute(text, [x, y], backend="cpu")
+    for w, g, arg in zip(want, got, (x, y), strict=True):
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(g, arg)

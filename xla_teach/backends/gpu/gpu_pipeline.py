@@ -4,7 +4,8 @@ GPU differences from the CPU pipeline: ``divide`` and ``rsqrt`` count as cheap
 (single instructions), so fusion may duplicate them; the tree-reduction
 rewriter splits very long reductions so that many blocks share them; dots stay
 emitted kernels (a tiled shared-memory kernel, no vendor library). The expanders
-(``rng-expander``, ``topk-decomposer``, ``tuple-constant-splitter``) run first, as on the CPU.
+(``rng-expander``, ``topk-decomposer``, ``tuple-constant-splitter``,
+``all-reduce-splitter``) run first, as on the CPU.
 """
 
 from __future__ import annotations
