@@ -165,6 +165,65 @@ ENTRY main {{
     np.testing.assert_allclose(got, x.astype(np.float64).sum(), rtol=1e-5, atol=1e-2)
 
 
+def test_tree_reduction_splits_a_bf16_sum_into_windows_of_32() -> None:
+    """A bf16 sum of 1001 elements: padded to 1024, 32 windows of 32, then one sum of 32."""
+    check_pass(TreeReductionRewriter(), """HloModule m
+add { a = bf16[] parameter(0)  b = bf16[] parameter(1)  ROOT s = bf16[] add(a, b) }
+ENTRY main {
+  x = bf16[1001] parameter(0)
+  zero = bf16[] constant(0)
+  ROOT r = bf16[] reduce(x, zero), dimensions={0}, to_apply=add
+}""", """HloModule m
+add { a = bf16[] parameter(0)  b = bf16[] parameter(1)  ROOT s = bf16[] add(a, b) }
+ENTRY main {
+  x = bf16[1001] parameter(0)
+  reshape = bf16[1001] reshape(x)
+  zero = bf16[] constant(0)
+  pad = bf16[1024] pad(reshape, zero), padding=0_23
+  reshape.1 = bf16[32,32] reshape(pad)
+  reduce = bf16[32] reduce(reshape.1, zero), dimensions={1}, to_apply=add
+  reduce.1 = bf16[] reduce(reduce, zero), dimensions={0}, to_apply=add
+  ROOT reshape.2 = bf16[] reshape(reduce.1)
+}""", semantics=False)  # the interpreter's pairwise sum rounds differently: checked below
+
+
+@pytest.mark.parametrize("etype", ["bf16", "f16"])
+def test_narrow_float_sums_keep_growing_on_the_cpu(etype: str) -> None:
+    """1001 * 0.3 in bf16: one running sum sticks at 128 (128 + 0.3 rounds back to 128); in
+    windows of 32 it reaches XLA's 310. A sum over a major and a minor dimension is
+    transposed first; both stay close to the exact float64 sum and to the interpreter."""
+    import ml_dtypes
+
+    dtype = ml_dtypes.bfloat16 if etype == "bf16" else np.float16
+    tolerance = 0.05 if etype == "bf16" else 0.01
+    reducer = f"add {{ a = {etype}[] parameter(0)  b = {etype}[] parameter(1)  ROOT s = {etype}[] add(a, b) }}"
+    long_sum = f"""HloModule m
+{reducer}
+ENTRY main {{
+  x = {etype}[1001] parameter(0)
+  zero = {etype}[] constant(0)
+  ROOT r = {etype}[] reduce(x, zero), dimensions={{0}}, to_apply=add
+}}"""
+    x = np.full(1001, 0.3, dtype=dtype)
+    got = compile_module(long_sum, "cpu").execute([x])[0].astype(np.float64)
+    assert abs(got - 1001 * float(x[0])) <= tolerance * 300, got
+    split_dims = f"""HloModule m
+{reducer}
+ENTRY main {{
+  x = {etype}[3000,5,7] parameter(0)
+  zero = {etype}[] constant(0)
+  ROOT r = {etype}[5] reduce(x, zero), dimensions={{0,2}}, to_apply=add
+}}"""
+    y = np.random.default_rng(0).random((3000, 5, 7)).astype(dtype)
+    executable = compile_module(split_dims, "cpu")
+    assert "transpose(" in executable.artifacts.optimized_module.to_text()
+    got5 = executable.execute([y])[0].astype(np.float64)
+    exact = y.astype(np.float64).sum(axis=(0, 2))
+    np.testing.assert_allclose(got5, exact, rtol=tolerance)
+    want = HloEvaluator().evaluate_module(parse_hlo(split_dims), [y])[0].astype(np.float64)
+    np.testing.assert_allclose(got5, want, rtol=tolerance)
+
+
 # ---- reshape-to-bitcast --------------------------------------------------------------------------
 def test_reshape_to_bitcast_golden() -> None:
     """Row-major on both sides: a bitcast under the reshape's name. A column-major operand

@@ -50,7 +50,21 @@ the partial-sum kernel as index arithmetic, and the last one (a no-op here) beco
 ``bitcast``. When ``P`` does not divide the count, a ``pad`` with the init value comes
 between the first two reshapes.
 
-Only reductions of minor-most dimensions (row-major layouts) are rewritten.
+Only reductions of minor-most dimensions (row-major layouts) are rewritten for speed.
+
+**Narrow floats.** The same rewrite also serves accuracy. An ``f16``/``bf16`` reducer rounds
+its running sum to 8 (bf16) or 11 (f16) significant bits after every step, so a long
+sequential sum stops growing: adding 0.3 to a bf16 128 gives 128 again, and 1001 additions
+of 0.3 end at 128 instead of 300. XLA's CPU compiler splits such reductions into windows of
+32 and reduces the partial results again, a tree with fan-in 32; so does this pass, for any
+``f16``/``bf16`` reduction with more than 32 inputs per output. The reduced dimensions are
+first transposed to the minor end when they are not there already, and the outer reduction
+is split again until it, too, has at most 32 inputs::
+
+    x = bf16[1001] parameter(0)                        reshape = bf16[1024] pad(x, zero), padding=0_23
+    r = bf16[] reduce(x, zero), dimensions={0}   ->    split = bf16[32,32] reshape(reshape)
+                                                       partial = bf16[32] reduce(split, zero), dimensions={1}
+                                                       r = bf16[] reduce(partial, zero), dimensions={0}
 """
 
 from __future__ import annotations
@@ -60,12 +74,15 @@ import math
 from xla_teach.hlo.attributes import PaddingDim
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.fusion.instruction_fusion import fusible_computations
 from xla_teach.passes.pass_base import HloPass
 
 MIN_REDUCED_ELEMENTS = 1 << 16  # below this one core is fast enough
 TARGET_PARTS = 64
 MAX_KEPT_ELEMENTS = 16  # with more outputs than this the outer loop already parallelizes
+NARROW_WINDOW = 32  # f16/bf16 reductions are summed in windows of this many elements (as XLA's CPU)
+NARROW_FLOATS = (PrimitiveType.F16, PrimitiveType.BF16)
 
 
 class TreeReductionRewriter(HloPass):
@@ -79,33 +96,49 @@ class TreeReductionRewriter(HloPass):
     def run(self, module: HloModule) -> bool:
         changed = False
         for comp in fusible_computations(module):
-            for instr in list(comp.instructions):
-                if self._eligible(instr):
-                    self._rewrite(instr)
+            work = list(comp.instructions)
+            while work:
+                instr = work.pop()
+                plan = self._plan(instr)
+                if plan is not None:
+                    work.append(self._rewrite(instr, *plan))
                     changed = True
         return changed
 
-    def _eligible(self, instr: HloInstruction) -> bool:
-        if instr.opcode != "reduce" or instr.operand_count != 2:
-            return False
+    def _plan(self, instr: HloInstruction) -> tuple[int, int, str] | None:
+        """(parts, elements per part, why) when ``instr`` should be split, else None."""
+        if instr.opcode != "reduce" or instr.operand_count != 2 or not instr.dimensions:
+            return None
         shape = instr.operand(0).shape
+        if not shape.has_default_layout():
+            return None
+        reduced = math.prod(shape.dimensions[d] for d in instr.dimensions)
+        if shape.element_type in NARROW_FLOATS and reduced > NARROW_WINDOW:
+            parts = math.ceil(reduced / NARROW_WINDOW)
+            return parts, NARROW_WINDOW, f"{shape.element_type.value} sums round every step"
         dims = sorted(instr.dimensions)
-        if not shape.has_default_layout() or dims != list(range(shape.rank - len(dims), shape.rank)) or not dims:
-            return False
-        reduced = math.prod(shape.dimensions[d] for d in dims)
+        if dims != list(range(shape.rank - len(dims), shape.rank)):
+            return None
         kept = shape.element_count() // max(reduced, 1)
-        return reduced >= self.min_reduced and kept <= self.max_kept
+        if reduced >= self.min_reduced and kept <= self.max_kept:
+            return self.parts, math.ceil(reduced / self.parts), "partial sums run on all cores"
+        return None
 
-    def _rewrite(self, reduce: HloInstruction) -> None:
+    def _rewrite(self, reduce: HloInstruction, parts: int, per_part: int, why: str) -> HloInstruction:
+        """Replace ``reduce`` by partial reductions and a reduction of those; the latter."""
         comp = reduce.parent
         assert comp is not None
         operand, init = reduce.operand(0), reduce.operand(1)
         shape = operand.shape
-        reduced = math.prod(shape.dimensions[d] for d in reduce.dimensions)
-        kept = math.prod(shape.dimensions[d] for d in range(shape.rank) if d not in reduce.dimensions)
-        parts = self.parts
-        per_part = math.ceil(reduced / parts)
+        reduced_dims = sorted(reduce.dimensions)
+        kept_dims = [d for d in range(shape.rank) if d not in reduced_dims]
+        reduced = math.prod(shape.dimensions[d] for d in reduced_dims)
+        kept = math.prod(shape.dimensions[d] for d in kept_dims)
         etype = shape.element_type
+        if kept_dims + reduced_dims != list(range(shape.rank)):  # move the reduced dims to the minor end
+            order = tuple(kept_dims + reduced_dims)
+            moved = Shape.array(etype, tuple(shape.dimensions[d] for d in order))
+            operand = self._add(comp, "transpose", moved, [operand], {"dimensions": order}, reduce)
         lead = (kept,) if kept > 1 else ()  # a single output needs no kept dimension
         flat = self._add(comp, "reshape", Shape.array(etype, lead + (reduced,)), [operand], {}, reduce)
         if per_part * parts != reduced:
@@ -118,8 +151,9 @@ class TreeReductionRewriter(HloPass):
         total = self._add(comp, "reduce", Shape.array(etype, lead), [partial, init],
                           {"dimensions": (len(lead),), "to_apply": reduce.to_apply}, reduce)
         result = self._add(comp, "reshape", reduce.shape, [total], {}, reduce)
-        self.note(f"{reduce.name}: {reduced} elements -> {parts} partial sums of {per_part}")
+        self.note(f"{reduce.name}: {reduced} elements -> {parts} partial sums of {per_part} ({why})")
         comp.replace_instruction(reduce, result)
+        return total
 
     @staticmethod
     def _add(comp, opcode: str, shape: Shape, operands: list, attrs: dict, like: HloInstruction):  # type: ignore[no-untyped-def]
