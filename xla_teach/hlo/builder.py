@@ -41,6 +41,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from xla_teach.hlo.builder_arguments import explain_argument_errors
 from xla_teach.hlo.builder_base import BuilderBase, XlaOp
 from xla_teach.hlo.builder_control import ControlFlowMixin
 from xla_teach.hlo.builder_elementwise import ElementwiseMixin
@@ -73,6 +74,7 @@ def _literal(value: object, dtype: object) -> np.ndarray:
     raise ShapeError("constant", [], f"cannot make a constant from {type(value).__name__} {value!r:.40}")
 
 
+@explain_argument_errors
 class XlaBuilder(ElementwiseMixin, DataMovementMixin, ReductionMixin, ControlFlowMixin):
     """Builds one computation; the top-level builder's becomes the module's ENTRY.
 
@@ -143,7 +145,7 @@ class XlaBuilder(ElementwiseMixin, DataMovementMixin, ReductionMixin, ControlFlo
     def build_computation(self, root: XlaOp | None = None) -> HloComputation:
         """Finish a sub-builder; ``root`` defaults to the last op built."""
         if self.parent is None:
-            raise ValueError("the top-level builder makes a module: call build()")
+            raise ShapeError("build_computation", [], "the top-level builder makes a module: call build()")
         return self._finish(root)
 
     def build(self, root: XlaOp | None = None, *, verify: bool = True) -> HloModule:
@@ -151,7 +153,7 @@ class XlaBuilder(ElementwiseMixin, DataMovementMixin, ReductionMixin, ControlFlo
         the last op built). Computations the entry never calls are dropped, and the
         module is verified unless ``verify=False``."""
         if self.parent is not None:
-            raise ValueError(f"'{self.name}' is a sub-builder: call build_computation()")
+            raise ShapeError("build", [], f"'{self.name}' is a sub-builder: call build_computation()")
         entry = self._finish(root)
         self.module.entry_computation = entry
         reachable: dict[int, HloComputation] = {}
