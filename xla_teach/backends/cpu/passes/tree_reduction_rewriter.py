@@ -101,12 +101,14 @@ class TreeReductionRewriter(HloPass):
                 instr = work.pop()
                 plan = self._plan(instr)
                 if plan is not None:
-                    work.append(self._rewrite(instr, *plan))
+                    total = self._rewrite(instr, *plan)
+                    if plan[2]:  # a narrow-float sum of the partials may need splitting again
+                        work.append(total)
                     changed = True
         return changed
 
-    def _plan(self, instr: HloInstruction) -> tuple[int, int, str] | None:
-        """(parts, elements per part, why) when ``instr`` should be split, else None."""
+    def _plan(self, instr: HloInstruction) -> tuple[int, int, bool] | None:
+        """(parts, elements per part, narrow float?) when ``instr`` should be split, else None."""
         if instr.opcode != "reduce" or instr.operand_count != 2 or not instr.dimensions:
             return None
         shape = instr.operand(0).shape
@@ -115,16 +117,16 @@ class TreeReductionRewriter(HloPass):
         reduced = math.prod(shape.dimensions[d] for d in instr.dimensions)
         if shape.element_type in NARROW_FLOATS and reduced > NARROW_WINDOW:
             parts = math.ceil(reduced / NARROW_WINDOW)
-            return parts, NARROW_WINDOW, f"{shape.element_type.value} sums round every step"
+            return parts, NARROW_WINDOW, True
         dims = sorted(instr.dimensions)
         if dims != list(range(shape.rank - len(dims), shape.rank)):
             return None
         kept = shape.element_count() // max(reduced, 1)
         if reduced >= self.min_reduced and kept <= self.max_kept:
-            return self.parts, math.ceil(reduced / self.parts), "partial sums run on all cores"
+            return self.parts, math.ceil(reduced / self.parts), False
         return None
 
-    def _rewrite(self, reduce: HloInstruction, parts: int, per_part: int, why: str) -> HloInstruction:
+    def _rewrite(self, reduce: HloInstruction, parts: int, per_part: int, narrow: bool) -> HloInstruction:
         """Replace ``reduce`` by partial reductions and a reduction of those; the latter."""
         comp = reduce.parent
         assert comp is not None
@@ -151,6 +153,7 @@ class TreeReductionRewriter(HloPass):
         total = self._add(comp, "reduce", Shape.array(etype, lead), [partial, init],
                           {"dimensions": (len(lead),), "to_apply": reduce.to_apply}, reduce)
         result = self._add(comp, "reshape", reduce.shape, [total], {}, reduce)
+        why = f"{etype.value} sums round every step" if narrow else "partial sums run on all cores"
         self.note(f"{reduce.name}: {reduced} elements -> {parts} partial sums of {per_part} ({why})")
         comp.replace_instruction(reduce, result)
         return total
