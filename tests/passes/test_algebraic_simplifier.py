@@ -301,6 +301,55 @@ ENTRY main {
   broadcast = f32[3] broadcast(init), dimensions={}
   ROOT maximum = f32[3] maximum(reshape, broadcast)
 }"""),
+    "reduce_over_some_size_one_dims": (SUM + """
+ENTRY main {
+  x = f32[4,1,5,1] parameter(0)
+  zero = f32[] constant(0)
+  ROOT r = f32[1] reduce(x, zero), dimensions={0,2,3}, to_apply=sum
+}""", SUM + """
+ENTRY main {
+  x = f32[4,1,5,1] parameter(0)
+  reshape = f32[4,1,5] reshape(x)
+  zero = f32[] constant(0)
+  ROOT reduce = f32[1] reduce(reshape, zero), dimensions={0,2}, to_apply=sum
+}"""),
+    "variadic_reduce_over_some_size_one_dims": ("""
+argmax {
+  a = f32[] parameter(0)
+  i = s32[] parameter(1)
+  b = f32[] parameter(2)
+  j = s32[] parameter(3)
+  ge = pred[] compare(a, b), direction=GE
+  m = f32[] select(ge, a, b)
+  k = s32[] select(ge, i, j)
+  ROOT t = (f32[], s32[]) tuple(m, k)
+}
+ENTRY main {
+  x = f32[1,6] parameter(0)
+  idx = s32[1,6] iota(), iota_dimension=1
+  lo = f32[] constant(-inf)
+  zero = s32[] constant(0)
+  ROOT r = (f32[], s32[]) reduce(x, idx, lo, zero), dimensions={0,1}, to_apply=argmax
+}""", """
+argmax {
+  a = f32[] parameter(0)
+  i = s32[] parameter(1)
+  b = f32[] parameter(2)
+  j = s32[] parameter(3)
+  ge = pred[] compare(a, b), direction=GE
+  m = f32[] select(ge, a, b)
+  k = s32[] select(ge, i, j)
+  ROOT t = (f32[], s32[]) tuple(m, k)
+}
+ENTRY main {
+  x = f32[1,6] parameter(0)
+  reshape = f32[6] reshape(x)
+  idx = s32[1,6] iota(), iota_dimension=1
+  reshape.1 = s32[6] reshape(idx)
+  lo = f32[] constant(-inf)
+  zero = s32[] constant(0)
+  ROOT reduce = (f32[], s32[]) reduce(reshape, reshape.1, lo, zero), dimensions={0}, to_apply=argmax
+}"""),
     "reduce_of_empty_array": (SUM + """
 ENTRY main {
   x = f32[0,3] parameter(0)

@@ -64,6 +64,7 @@ slice(concatenate(.., b, ..)) -> b                     exact (slice covers exact
 reverse(reverse(x)) -> x                               exact
 reduce over size-1 dims -> f(init, reshape(x))         exact (f = the reducer's single binary op); with
                                                        init = 0 and f = add, x + 0 -> x then drops f
+reduce over some size-1 dims -> reduce(reshape(x))    exact (the same elements combined in the same order)
 reduce of an empty array -> broadcast(init)            exact
 dot with size-1 contracting dims -> multiply of        same-type dots; differs only in the sign of a zero: a
 broadcasts                                             dot sums from +0.0, so a product of -0.0 comes out +0.0

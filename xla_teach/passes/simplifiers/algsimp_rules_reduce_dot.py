@@ -6,6 +6,9 @@ input element, so ``reduce(x, init)`` is the reducer applied once:
 assuming ``init`` is the reducer's identity, so the rewrite is exact even for an odd
 ``init``; ``x + 0 -> x`` then removes an identity ``init`` in the next round.
 
+When only some of the reduced dimensions have size 1, a ``reshape`` drops them and the
+reduction goes on over the others.
+
 A ``dot`` whose contracting dimensions all have size 1 sums a single product: it is an
 outer product, ``multiply(broadcast(lhs), broadcast(rhs))`` (XLA makes the same rewrite;
 the only difference is the sign of a zero product, which the dot's sum, starting from
@@ -42,6 +45,27 @@ def reduce_degenerate(instr: HloInstruction) -> HloInstruction | None:
     # The reducer is op(param[i], param[j]); param 0 is the accumulator, param 1 the element.
     by_param = {0: accumulator, 1: reshaped}
     return add_instruction(comp, pattern.opcode, [by_param[p] for p in pattern.parameters])
+
+
+@rule("reduce over some size-1 dims -> reduce(reshape(x)) without them", "reduce")
+def reduce_drop_size1_dims(instr: HloInstruction) -> HloInstruction | None:
+    """Reducing a size-1 dimension combines nothing, so a reshape can drop it first: the
+    remaining reduction adds the same elements in the same order (variadic reduces too)."""
+    n = instr.operand_count // 2
+    inputs, inits = instr.operands[:n], instr.operands[n:]
+    dims = inputs[0].shape.dimensions
+    reduced = sorted(instr.dimensions)
+    size1 = [d for d in reduced if dims[d] == 1]
+    if not size1 or len(size1) == len(reduced):
+        return None  # nothing to drop, or all of them: reduce_degenerate's case
+    comp = instr.parent
+    assert comp is not None
+    kept = [d for d in range(len(dims)) if d not in size1]
+    new_dims = tuple(dims[d] for d in kept)
+    reshaped = [add_instruction(comp, "reshape", [x], result_dims=new_dims) for x in inputs]
+    new_reduced = tuple(kept.index(d) for d in reduced if d not in size1)
+    return add_instruction(comp, "reduce", reshaped + list(inits),
+                           {"dimensions": new_reduced, "to_apply": instr.to_apply}, shape=instr.shape)
 
 
 @rule("reduce of an empty array -> broadcast(init)", "reduce")
@@ -95,4 +119,4 @@ def dot_degenerate(instr: HloInstruction) -> HloInstruction | None:
     return add_instruction(comp, "multiply", [left, right])
 
 
-REDUCE_DOT_RULES: tuple[Rule, ...] = (reduce_degenerate, reduce_empty, dot_degenerate)
+REDUCE_DOT_RULES: tuple[Rule, ...] = (reduce_degenerate, reduce_drop_size1_dims, reduce_empty, dot_degenerate)
