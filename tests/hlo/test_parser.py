@@ -137,6 +137,24 @@ def test_windows_slices_and_dim_labels_round_trip() -> None:
     assert printed.splitlines()[0].endswith("replica_count=1")
 
 
+def test_topk_prints_largest_as_xla_does() -> None:
+    """XLA always prints ``largest=`` after ``k=``, even at its default ``true``; the builder's
+    topk sets it, and text that leaves it out still prints back without it."""
+    from xla_teach import XlaBuilder
+    from xla_teach.hlo.shape import Shape
+
+    text = """HloModule m
+ENTRY main {
+  x = f32[3,8] parameter(0)
+  ROOT t = (f32[3,2], s32[3,2]) topk(x), k=2, largest=true
+}"""
+    assert "topk(%x), k=2, largest=true\n" in _is_fixed_point(text)
+    b = XlaBuilder("m")
+    built = b.build(b.top_k(b.parameter(0, Shape.array("f32", (3, 8))), 2)).to_text()
+    assert "k=2, largest=true\n" in built
+    assert "topk(%x), k=2\n" in _is_fixed_point(text.replace(", largest=true", ""))
+
+
 @pytest.mark.parametrize(
     ("literal", "shape", "expected"),
     [

@@ -66,6 +66,8 @@ class Attr:
     name: str
     kind: AttrKind
     default: Any = REQUIRED
+    # Printed whenever set, even at its default (XLA always prints topk's largest=).
+    print_default: bool = False
 
     @property
     def required(self) -> bool:
@@ -226,7 +228,8 @@ OPCODES: dict[str, OpInfo] = {
     "subtract": _binary(),
     "tan": _unary(expensive=True),
     "tanh": _unary(expensive=True),
-    "topk": OpInfo(OpKind.SORT, 1, (Attr("k", K.INT), Attr("largest", K.BOOL, True)), expensive=True),
+    "topk": OpInfo(OpKind.SORT, 1, (Attr("k", K.INT), Attr("largest", K.BOOL, True, print_default=True)),
+                   expensive=True),
     "transpose": OpInfo(OpKind.DATA_MOVEMENT, 1, (_DIMS,)),
     "tuple": OpInfo(OpKind.TUPLE, None),
     "while": OpInfo(OpKind.CONTROL, 1, (

@@ -104,7 +104,7 @@ def attributes_text(instr: HloInstruction, opts: PrintOptions | None = None) -> 
         if spec.name not in instr.attrs:
             continue
         value = instr.attrs[spec.name]
-        if value is None or (not spec.required and value == spec.default):
+        if value is None or (not spec.required and not spec.print_default and value == spec.default):
             continue
         items.append(f"{spec.name}={_attr_value_text(spec.kind, value, opts)}")
     if instr.sharding:
