@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import re
 
 import numpy as np
 import pytest
@@ -300,3 +301,23 @@ def test_verify_computation_alone() -> None:
     comp.instruction("s").shape = Shape.scalar("f64")
     with pytest.raises(VerificationError, match="computation 'add' failed verification"):
         verify_computation(comp)
+
+
+@pytest.mark.parametrize(("layout", "problem"), [
+    ("{(f32[3]{0})->f32[4]{0}}", "parameter 0 is f32[3] but ENTRY parameter 0 is f32[4]"),
+    ("{(f32[4]{0})->s32[4]{0}}", "the result is s32[4] but the ENTRY root is f32[4]"),
+    ("{(f32[4]{0}, f32[4]{0})->f32[4]{0}}", "lists 2 parameters but ENTRY %e has 1"),
+])
+def test_entry_computation_layout_must_describe_the_entry(layout: str, problem: str) -> None:
+    """As XLA's verifier: the header's shapes must match the ENTRY's (layouts aside)."""
+    body = "\nENTRY e { p = f32[4] parameter(0) ROOT n = f32[4] negate(p) }"
+    verify_module(parse_hlo("HloModule m, entry_computation_layout={(f32[4]{0})->f32[4]{0}}" + body))
+    with pytest.raises(VerificationError, match=re.escape(problem)):
+        verify_module(parse_hlo("HloModule m, entry_computation_layout=" + layout + body))
+
+
+def test_entry_computation_layout_may_choose_other_layouts() -> None:
+    module = parse_hlo("""HloModule m, entry_computation_layout={(f32[2,3]{0,1})->f32[2,3]{1,0}}
+ENTRY e { p = f32[2,3] parameter(0) ROOT n = f32[2,3] negate(p) }""")
+    verify_module(module)
+    assert "entry_computation_layout={(f32[2,3]{0,1})->f32[2,3]{1,0}}" in module.to_text()
