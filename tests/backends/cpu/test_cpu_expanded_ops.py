@@ -40,7 +40,7 @@ ENTRY main {
 
 @pytest.mark.parametrize("etype,distribution", [
     ("f32", "rng_uniform"), ("f16", "rng_uniform"), ("f64", "rng_uniform"), ("s8", "rng_uniform"),
-    ("u32", "rng_uniform"), ("s64", "rng_uniform"), ("f32", "rng_normal"), ("bf16", "rng_normal"),
+    ("u32", "rng_uniform"), ("s64", "rng_uniform"), ("f32", "rng_normal"), ("bf16", "rng_normal"), ("pred", "rng_uniform"),
 ])
 def test_rng_matches_the_interpreter_bit_for_bit(etype: str, distribution: str) -> None:
     _assert_cpu_bit_identical(RNG.replace("TYPE", etype).replace("DIST", distribution))

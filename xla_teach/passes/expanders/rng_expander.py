@@ -10,7 +10,8 @@ state, and applies the interpreter's formula written as HLO:
 
 * ``rng_uniform``, floats: ``u = (bits >> 11) * 2^-53`` (53 random bits in [0, 1)),
   ``a + (b - a) * u`` in f64, clamped below ``nextafter(b, a)``, converted to the type;
-* ``rng_uniform``, integers: ``a + bits % max(b - a, 1)``, in 64-bit wrap-around arithmetic;
+* ``rng_uniform``, integers and pred (false = 0, true = 1): ``a + bits % max(b - a, 1)``, in
+  64-bit wrap-around arithmetic;
 * ``rng_normal``: Box-Muller in f64, ``a + b * sqrt(-2 log1p(-u1)) cos(2 pi u2)`` with
   ``u1``, ``u2`` two successive uniform draws (``u2`` from the first generator's new state).
 
@@ -194,9 +195,9 @@ class _Expansion:
         distribution = str(self.rng.attr("distribution"))
         if distribution not in ("rng_uniform", "rng_normal") or (
                 distribution == "rng_normal" and not self.etype.is_float) or not (
-                self.etype.is_float or self.etype.is_integral):
+                self.etype.is_float or self.etype.is_integral or self.etype.is_pred):
             raise ValueError(f"{self.rng.name}: rng {distribution} of {self.rng.shape.to_text()} is not defined "
-                             "(uniform takes floats or integers, normal takes floats)")
+                             "(uniform takes floats, integers or pred, normal takes floats)")
         self.state = self._add(STATE_OP, [], {"delta": _blocks(self.rng)}, name="state")
         a, b = self.rng.operands
         if distribution == "rng_normal":
