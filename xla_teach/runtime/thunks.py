@@ -19,7 +19,7 @@ from __future__ import annotations
 import ctypes
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -107,29 +107,48 @@ class KernelThunk(Thunk):
 
 @dataclass(eq=False)
 class HostCallThunk(Thunk):
-    """``custom-call`` to a Python target: operands in, results bound as external buffers."""
+    """``custom-call`` to a Python target: operands in, results bound as external buffers.
+
+    The buffers hold array leaves; ``operand_shapes`` and ``result_shape`` give them back
+    their tuple structure, so the target sees what the interpreter gives it (a tuple operand
+    arrives as a tuple) and may return nested tuples for a nested tuple shape."""
 
     name: str
     target: str
     function: Callable[..., object]
-    operands: list[tuple[BufferSlice, Shape]]
+    operands: list[tuple[BufferSlice, Shape]]  # every operand's array leaves, in order
     results: list[tuple[int, Shape]]  # (allocation index, shape) per result leaf
+    operand_shapes: list[Shape]
+    result_shape: Shape
     kind: str = "host-call"
 
     def run(self, buffers: RunBuffers) -> None:
-        args = [np.array(buffers.array(s, shape)) for s, shape in self.operands]
-        out = self.function(*args)
-        leaves = list(out) if isinstance(out, (tuple, list)) else [out]
-        if len(leaves) != len(self.results):
-            raise RuntimeError(f"custom-call target '{self.target}' returned {len(leaves)} arrays, "
-                               f"expected {len(self.results)}")
-        for value, (alloc, shape) in zip(leaves, self.results, strict=True):
+        leaves = iter([np.array(buffers.array(s, shape)) for s, shape in self.operands])
+        out = self.function(*[_nest(leaves, shape) for shape in self.operand_shapes])
+        values = self._flatten(out, self.result_shape)
+        for value, (alloc, shape) in zip(values, self.results, strict=True):
             array = np.asarray(value)
             if array.shape != shape.dimensions:
                 raise RuntimeError(f"custom-call target '{self.target}' returned {array.dtype}{list(array.shape)}, "
                                    f"expected {shape.to_text()}")
             # converted to the declared element type, as the interpreter does (hlo/custom_calls.py)
             buffers.bind(alloc, to_physical(array.astype(shape.dtype, copy=False), shape))
+
+    def _flatten(self, value: object, shape: Shape) -> list[object]:
+        if not shape.is_tuple:
+            return [value]
+        if not isinstance(value, (tuple, list)) or len(value) != len(shape.tuple_shapes):
+            got = f"{len(value)} values" if isinstance(value, (tuple, list)) else type(value).__name__
+            raise RuntimeError(f"custom-call target '{self.target}' returned {got}, expected a tuple of "
+                               f"{len(shape.tuple_shapes)} for {shape.to_text()}")
+        return [leaf for v, s in zip(value, shape.tuple_shapes, strict=True) for leaf in self._flatten(v, s)]
+
+
+def _nest(leaves: Iterator[np.ndarray], shape: Shape) -> object:
+    """The next value of ``shape`` from a stream of array leaves (tuples rebuilt)."""
+    if shape.is_tuple:
+        return tuple(_nest(leaves, s) for s in shape.tuple_shapes)
+    return next(leaves)
 
 
 def _gather(buffers: RunBuffers, operands: Sequence[tuple[BufferSlice, Shape]]) -> list[np.ndarray]:

@@ -42,3 +42,46 @@ def test_wrong_result_shape_is_a_clear_error() -> None:
                               [np.zeros(4, np.float32)], backend="cpu")
     finally:
         unregister_custom_call_target("test.wrong_shape")
+
+
+NESTED = """
+HloModule m
+ENTRY main {
+  x = f32[3] parameter(0)
+  n = s32[] parameter(1)
+  inner = (f32[3], s32[]) tuple(x, n)
+  ROOT r = (f32[3], (s32[], f32[3])) custom-call(inner, x), custom_call_target="test.nested"
+}
+"""
+
+
+def _nested(pair: tuple, y: np.ndarray) -> tuple:
+    """Sees the tuple operand as a tuple (as the interpreter passes it), answers nested."""
+    assert isinstance(pair, tuple) and len(pair) == 2, pair
+    x, n = pair
+    return (x * n, (n + 1, x + y))
+
+
+def test_tuple_operands_and_nested_results_keep_their_structure() -> None:
+    register_custom_call_target("test.nested", _nested)
+    try:
+        args = [np.array([1.0, 2.0, 3.0], np.float32), np.array(4, np.int32)]
+        want = xla_teach.execute(NESTED, args, backend="interpreter")
+        got = xla_teach.execute(NESTED, args, backend="cpu")
+        assert len(got) == len(want) == 3
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(got[0], [4.0, 8.0, 12.0])
+        assert int(got[1]) == 5
+    finally:
+        unregister_custom_call_target("test.nested")
+
+
+def test_result_of_the_wrong_structure_is_a_clear_error() -> None:
+    register_custom_call_target("test.nested", lambda pair, y: (pair[0], pair[1], y))
+    try:
+        with pytest.raises(RuntimeError, match=r"returned 3 values, expected a tuple of 2"):
+            xla_teach.execute(NESTED, [np.zeros(3, np.float32), np.array(1, np.int32)], backend="cpu")
+    finally:
+        unregister_custom_call_target("test.nested")

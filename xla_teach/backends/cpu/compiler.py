@@ -99,7 +99,8 @@ class CpuCompiler(CompilerBase):
                                     results)
         target = str(instr.attrs["custom_call_target"])
         operands = [leaf for op in instr.operands for leaf in operand_leaves(op)]
-        return HostCallThunk(instr.name, target, get_custom_call_target(target), operands, results)
+        return HostCallThunk(instr.name, target, get_custom_call_target(target), operands, results,
+                             [op.shape for op in instr.operands], instr.shape)
 
 
 def _sub(shape, index):  # type: ignore[no-untyped-def]
