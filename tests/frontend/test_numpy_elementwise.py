@@ -61,6 +61,27 @@ def test_bitwise(name):
     assert_matches(getattr(xnp, name), getattr(np, name), a > 2, b > 4)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, np.uint32])
+def test_shifts_follow_numpy(dtype):
+    """<< and >>: right shifts fill with the sign for signed types and with zeros for
+    unsigned ones, as NumPy does; shifting by the bit width or more gives 0 (or -1)."""
+    info = np.iinfo(dtype)
+    a = np.array([1, 5, info.max, info.min, 0, 3], dtype)
+    b = np.array([0, 1, 2, 3, 4, 1], dtype)
+    assert_matches(xnp.left_shift, np.left_shift, a, b)
+    assert_matches(xnp.right_shift, np.right_shift, a, b)
+    assert_matches(lambda x, y: (x << y, x >> y, x >> 1, 1 << y), lambda x, y: (x << y, x >> y, x >> 1, 1 << y),
+                   a, b)
+    bits = np.array([np.iinfo(dtype).bits] * 6, dtype)
+    want_right = np.where(a < 0, -1, 0).astype(dtype)
+    assert_matches(lambda x, y: (x << y, x >> y), lambda x, y: (np.zeros_like(x), want_right), a, bits)
+
+
+def test_shifts_of_floats_are_rejected():
+    with pytest.raises(TypeError, match="left_shift needs integer arrays"):
+        xnp.left_shift(np.ones(2, np.float32), np.ones(2, np.float32))
+
+
 def test_operators_on_traced_arrays():
     def f(x, y):
         return (x + y, x - 1, 2 * x, x / y, x // y, x % y, x ** 2, -x, abs(x), x > y, x == y, (x > 0) & (y > 0),

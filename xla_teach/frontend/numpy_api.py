@@ -470,6 +470,29 @@ bitwise_or = _bitwise("or", "bitwise_or")
 bitwise_xor = _bitwise("xor", "bitwise_xor")
 
 
+def _check_shift(name: str, x: ArrayLike, y: ArrayLike) -> np.dtype:
+    dtype = result_type(x, y)
+    if not dtypes.is_int(dtype):
+        raise TypeError(f"{name} needs integer arrays, got {np.dtype(dtype).name}")
+    return dtype
+
+
+@api
+def left_shift(x: ArrayLike, y: ArrayLike) -> Tracer:
+    """``x << y`` (HLO ``shift-left``; shifting by the bit width or more gives 0)."""
+    _check_shift("left_shift", x, y)
+    return _nary("shift_left", x, y)
+
+
+@api
+def right_shift(x: ArrayLike, y: ArrayLike) -> Tracer:
+    """``x >> y`` as NumPy does it: arithmetic (sign-filling) for signed integers, logical
+    for unsigned ones (HLO ``shift-right-arithmetic`` / ``shift-right-logical``)."""
+    dtype = _check_shift("right_shift", x, y)
+    unsigned = np.dtype(dtype).kind == "u"
+    return _nary("shift_right_logical" if unsigned else "shift_right_arithmetic", x, y)
+
+
 @api
 def invert(x: ArrayLike) -> Tracer:
     t = lift(x)

@@ -44,6 +44,7 @@ UNARY = {  # primitive name -> builder method
 BINARY = {
     "add": "add", "sub": "sub", "mul": "mul", "div": "div", "rem": "rem", "max": "max", "min": "min",
     "pow": "pow", "atan2": "atan2", "and": "and_", "or": "or_", "xor": "xor",
+    "shift_left": "shift_left", "shift_right_arithmetic": "shift_right_arithmetic",
 }
 
 for _name, _method in UNARY.items():
