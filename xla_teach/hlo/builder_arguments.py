@@ -22,6 +22,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from xla_teach.hlo.builder_base import XlaOp
 from xla_teach.hlo.errors import ShapeError
 
 T = TypeVar("T")
@@ -29,29 +30,22 @@ _OP_ANNOTATIONS = ("XlaOp",)
 _OP_SEQUENCE_ANNOTATIONS = ("Sequence[XlaOp]", "list[XlaOp]")
 
 
-def _op_type() -> type:
-    from xla_teach.hlo.builder_base import XlaOp
-
-    return XlaOp
-
-
 def _check_op_arguments(name: str, signature: inspect.Signature, shown: str, args: tuple, kwargs: dict) -> None:
-    xla_op = _op_type()
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as err:
         raise ShapeError(name, [], f"{err} (signature: {shown})") from None
     for param_name, value in bound.arguments.items():
         annotation = signature.parameters[param_name].annotation
-        if annotation in _OP_ANNOTATIONS and not isinstance(value, xla_op):
+        if annotation in _OP_ANNOTATIONS and not isinstance(value, XlaOp):
             raise ShapeError(name, [], f"argument '{param_name}' must be an XlaOp (an op built by this "
                                        f"builder), got {type(value).__name__}")
         if annotation in _OP_SEQUENCE_ANNOTATIONS:
-            if isinstance(value, xla_op) or not hasattr(value, "__iter__"):
+            if isinstance(value, XlaOp) or not hasattr(value, "__iter__"):
                 raise ShapeError(name, [], f"argument '{param_name}' must be a sequence of XlaOps, "
                                            f"got {type(value).__name__}")
             for i, item in enumerate(value):
-                if not isinstance(item, xla_op):
+                if not isinstance(item, XlaOp):
                     raise ShapeError(name, [], f"argument '{param_name}'[{i}] must be an XlaOp, "
                                                f"got {type(item).__name__}")
 
@@ -69,7 +63,7 @@ def _explained(method: Callable[..., T], name: str) -> Callable[..., T]:
         except ShapeError:
             raise
         except (TypeError, AttributeError, ValueError) as err:
-            shapes = [a.shape for a in args[1:] if isinstance(a, _op_type())]
+            shapes = [a.shape for a in args[1:] if isinstance(a, XlaOp)]
             raise ShapeError(name, shapes, f"bad argument: {err} (signature: {shown})") from err
 
     return wrapper
