@@ -244,6 +244,15 @@ TWO_OVER_PI: dict[str, float] = {
     "f64": 0.6366197723675814,
 }
 
+# 2/pi = sum of these doubles, each holding the next 24 bits of 2/pi (0xA2F9836E4E44...), so
+# that an f32 times any of them is exact in f64 (24 + 24 bits): the Payne-Hanek style
+# reduction of huge f32 arguments in trig.py
+TWO_OVER_PI_24BIT_CHUNKS: tuple[float, ...] = (
+    0.6366197466850281, 2.5682552973194106e-08, 2.937095214933759e-16, 3.2543794001732456e-23,
+    1.2089613708828537e-29, 5.667556795740071e-37, 2.6204031112097215e-44, 7.053957680880629e-52,
+    1.582624282116559e-58, 6.375014128012717e-66,
+)
+
 # pi/2 = p1 + p2 + p3 (three-part Cody-Waite split)
 PIO2: dict[str, tuple[float, ...]] = {
     "f32": (1.5707963705062866, -4.371138828673793e-08, -1.7151245100058819e-15),
