@@ -253,6 +253,15 @@ TWO_OVER_PI_24BIT_CHUNKS: tuple[float, ...] = (
     1.582624282116559e-58, 6.375014128012717e-66,
 )
 
+# 2/pi = sum of these doubles, each holding the next 53 bits of 2/pi: the same reduction for
+# f64 arguments in (2^30, 2^600], where each product x * c_k is kept exactly as p + e (FMA)
+TWO_OVER_PI_53BIT_CHUNKS: tuple[float, ...] = (
+    0.6366197723675813, 7.166494911215067e-17, 1.0181664387499708e-32, 8.452990443154843e-49,
+    3.4861717801675248e-65, 4.800729353077565e-81, 1.1495476093063565e-98, 1.1768417630579854e-112,
+    3.755703730400921e-129, 1.6601417103539786e-144, 2.140569567359651e-160, 2.479089979360006e-176,
+    1.0107298355451387e-192, 1.2237237164297778e-208,
+)
+
 # pi/2 = p1 + p2 + p3 (three-part Cody-Waite split)
 PIO2: dict[str, tuple[float, ...]] = {
     "f32": (1.5707963705062866, -4.371138828673793e-08, -1.7151245100058819e-15),

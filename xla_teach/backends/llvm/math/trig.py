@@ -22,9 +22,11 @@ Past ``2^40`` (up to the largest f32, ``2^128``) f32 uses a **Payne-Hanek** styl
 every product ``|x| * c_k`` is exact in double.  Only ``|x| * 2/pi mod 4`` matters (the quadrant
 and the fraction), and ``t mod 4 = t - 4*floor(t/4)`` is exact for ``t >= 0``, so the huge
 leading products vanish without error and the sum of the small ones gives ``y = |x|*2/pi mod 4``
-to about ``2^-47``; then ``j = roundeven(y)``, ``r = (y - j) * pi/2``.  f64 inputs past ``2^30``
-stay finite and inside ``[-1, 1]`` but are not accurate (that would need 2/pi in chunks of 26
-bits and double-double sums; this library does not implement it).
+to about ``2^-47``; then ``j = roundeven(y)``, ``r = (y - j) * pi/2``.  f64 does the same
+between ``2^30`` and ``2^600`` with 53-bit chunks, each product kept exactly as ``p + e``
+(``e = fma(a, c_k, -p)``), to about ``2^-48`` relative.  Past ``2^600`` f64 results stay finite
+and inside ``[-1, 1]`` for sin/cos but are not accurate (the chunk table would have to be
+indexed by the exponent, as full Payne-Hanek implementations do).
 
 **Kernels** on ``|r| <= pi/4``: ``sin r = r + r^3 S(r^2)`` and ``cos r = 1 - r^2/2 + r^4 C(r^2)``
 (minimax polynomials; cos computes ``1 - r^2/2`` with its rounding error added back).  The
@@ -51,11 +53,13 @@ from xla_teach.backends.llvm.math.coefficients import (
     SIN,
     TWO_OVER_PI,
     TWO_OVER_PI_24BIT_CHUNKS,
+    TWO_OVER_PI_53BIT_CHUNKS,
 )
 from xla_teach.backends.llvm.math.common import F64_FORMAT, FloatOps
 
 _F32_DOUBLE_REDUCTION_ABOVE = 2.0**17
 _F32_PAYNE_HANEK_ABOVE = 2.0**40
+_F64_PAYNE_HANEK = (2.0**30, 2.0**600)  # the f64 range where the chunked reduction is used
 _TAN_PI_8 = 0.41421356237309503  # tan(pi/8) = sqrt(2) - 1, rounded
 
 
@@ -94,7 +98,7 @@ def _reduce(m: FloatOps, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
         r64, dr64, j64 = reduce_pio2(d, m.b.fpext(x, d.ty))
         # Beyond 2^40, the Payne-Hanek style reduction (see the module docstring).
         huge = m.cmp(">", m.fabs(x), _F32_PAYNE_HANEK_ABOVE)
-        r_huge, j_huge = _reduce_huge_f32(d, m.b.fpext(x, d.ty))
+        r_huge, j_huge = _reduce_huge(d, m.b.fpext(x, d.ty), TWO_OVER_PI_24BIT_CHUNKS, exact_products=True)
         r64 = d.select(huge, r_huge, d.add(r64, dr64))
         j64 = d.select(huge, j_huge, _mod4(d, j64))
         r_far = m.b.fptrunc(r64, m.ty)
@@ -103,20 +107,30 @@ def _reduce(m: FloatOps, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
         r = m.select(far, r_far, r)
         dr = m.select(far, dr_far, dr)
         j = m.select(far, m.b.fptrunc(j64, m.ty), j)
+    else:
+        low, high = _F64_PAYNE_HANEK
+        huge = m.b.and_(m.cmp(">", m.fabs(x), low), m.cmp("<=", m.fabs(x), high))
+        r_huge, j_huge = _reduce_huge(m, x, TWO_OVER_PI_53BIT_CHUNKS, exact_products=False)
+        r, dr, j = m.select(huge, r_huge, r), m.select(huge, m.const(0.0), dr), m.select(huge, j_huge, j)
     return r, dr, m.to_int(_mod4(m, j))
 
 
-def _reduce_huge_f32(d: FloatOps, x: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """``(r, j mod 4)`` in double for an f32 ``x`` (exact in double) with ``|x| > 2^40``.
+def _reduce_huge(d: FloatOps, x: ir.Value, chunks: tuple[float, ...], exact_products: bool,
+                 ) -> tuple[ir.Value, ir.Value]:
+    """``(r, j mod 4)`` in double for a huge ``x``: the chunked reduction of the module docstring.
 
-    With ``a = |x|``: ``y = sum_k (a * c_k mod 4)`` over the 24-bit chunks of 2/pi, every
-    product and every ``mod 4`` of a non-negative number exact; ``j = roundeven(y mod 4)`` and
-    ``r = (y - j) * pi/2``.  A negative ``x`` negates both (``j`` then taken mod 4 again)."""
+    With ``a = |x|``: ``y = sum_k (a * c_k mod 4)`` over the chunks of 2/pi, reduced mod 4
+    after every addition.  When ``exact_products`` (an f32 ``a`` times 24-bit chunks) each
+    product is exact; otherwise the rounding error ``e = fma(a, c_k, -p)`` of each product is
+    added too.  ``j = roundeven(y)``, ``r = (y - j) * pi/2``; a negative ``x`` negates both."""
     a = d.fabs(x)
     y = d.const(0.0)
-    for chunk in TWO_OVER_PI_24BIT_CHUNKS:
-        y = d.add(y, _mod4(d, d.mul(a, d.const(chunk))))
-    y = _mod4(d, y)
+    for chunk in chunks:
+        c = d.const(chunk)
+        p = d.mul(a, c)
+        y = _mod4(d, d.add(y, _mod4(d, p)))
+        if not exact_products:
+            y = _mod4(d, d.add(y, _mod4(d, d.fma(a, c, d.neg(p)))))
     j = d.roundeven(y)
     r = d.mul(d.sub(y, j), d.const(PIO2["f64"][0]))
     negative = d.cmp("<", x, 0.0)
