@@ -24,6 +24,7 @@ from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.literal import value_literal_to_text
 from xla_teach.hlo.opcodes import AttrKind
 from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.verifier import entry_layout_problems
 
 LARGE_CONSTANT_ELEMENTS = 10  # dumps elide constants with more elements unless asked not to
 
@@ -166,13 +167,10 @@ def entry_layout_shapes(module: HloModule) -> tuple[tuple[Shape, ...], Shape]:
     """Parameter and result shapes the caller sees: the module's recorded
     ``entry_computation_layout`` when it still fits the ENTRY, else the ENTRY's own shapes."""
     entry = module.entry
-    own = (tuple(p.shape for p in entry.parameter_instructions), entry.root.shape)
     recorded = module.entry_computation_layout
-    if recorded is not None and len(recorded[0]) == len(own[0]) and recorded[1].compatible(own[1]) and all(
-        a.compatible(b) for a, b in zip(recorded[0], own[0], strict=True)
-    ):
+    if recorded is not None and not entry_layout_problems(module):
         return recorded
-    return own
+    return tuple(p.shape for p in entry.parameter_instructions), entry.root.shape
 
 
 def entry_computation_layout_text(module: HloModule) -> str:
