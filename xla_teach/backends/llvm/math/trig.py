@@ -95,10 +95,11 @@ def _reduce(m: FloatOps, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
     if m.fmt.name == "f32":
         # Beyond 2^17, redo the reduction in double and split the double r into float r + dr.
         d = FloatOps(m.b, F64_FORMAT)
-        r64, dr64, j64 = reduce_pio2(d, m.b.fpext(x, d.ty))
+        x64 = m.b.fpext(x, d.ty)  # exact
+        r64, dr64, j64 = reduce_pio2(d, x64)
         # Beyond 2^40, the Payne-Hanek style reduction (see the module docstring).
         huge = m.cmp(">", m.fabs(x), _F32_PAYNE_HANEK_ABOVE)
-        r_huge, j_huge = _reduce_huge(d, m.b.fpext(x, d.ty), TWO_OVER_PI_24BIT_CHUNKS, exact_products=True)
+        r_huge, j_huge = _reduce_huge(d, x64, TWO_OVER_PI_24BIT_CHUNKS, exact_products=True)
         r64 = d.select(huge, r_huge, d.add(r64, dr64))
         j64 = d.select(huge, j_huge, _mod4(d, j64))
         r_far = m.b.fptrunc(r64, m.ty)
