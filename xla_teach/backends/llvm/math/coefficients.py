@@ -244,24 +244,6 @@ TWO_OVER_PI: dict[str, float] = {
     "f64": 0.6366197723675814,
 }
 
-# 2/pi = sum of these doubles, each holding the next 24 bits of 2/pi (0xA2F9836E4E44...), so
-# that an f32 times any of them is exact in f64 (24 + 24 bits): the Payne-Hanek style
-# reduction of huge f32 arguments in trig.py
-TWO_OVER_PI_24BIT_CHUNKS: tuple[float, ...] = (
-    0.6366197466850281, 2.5682552973194106e-08, 2.937095214933759e-16, 3.2543794001732456e-23,
-    1.2089613708828537e-29, 5.667556795740071e-37, 2.6204031112097215e-44, 7.053957680880629e-52,
-    1.582624282116559e-58, 6.375014128012717e-66,
-)
-
-# 2/pi = sum of these doubles, each holding the next 53 bits of 2/pi: the same reduction for
-# f64 arguments in (2^30, 2^600], where each product x * c_k is kept exactly as p + e (FMA)
-TWO_OVER_PI_53BIT_CHUNKS: tuple[float, ...] = (
-    0.6366197723675813, 7.166494911215067e-17, 1.0181664387499708e-32, 8.452990443154843e-49,
-    3.4861717801675248e-65, 4.800729353077565e-81, 1.1495476093063565e-98, 1.1768417630579854e-112,
-    3.755703730400921e-129, 1.6601417103539786e-144, 2.140569567359651e-160, 2.479089979360006e-176,
-    1.0107298355451387e-192, 1.2237237164297778e-208,
-)
-
 # pi/2 = p1 + p2 + p3 (three-part Cody-Waite split)
 PIO2: dict[str, tuple[float, ...]] = {
     "f32": (1.5707963705062866, -4.371138828673793e-08, -1.7151245100058819e-15),

@@ -15,18 +15,9 @@ smaller than about ``2^-28``.)
 
 For f32 inputs **beyond** ``2^17`` the reduction is redone in double precision (the float is
 exact in double; the three double parts of pi/2 give ~160 bits), which keeps f32 sin/cos/tan
-within a few ulp up to about ``|x| = 2^40``.
-
-Past ``2^40`` (up to the largest f32, ``2^128``) f32 uses a **Payne-Hanek** style reduction:
-``2/pi`` is stored as ten doubles of 24 bits each (``coefficients.TWO_OVER_PI_24BIT_CHUNKS``), so
-every product ``|x| * c_k`` is exact in double.  Only ``|x| * 2/pi mod 4`` matters (the quadrant
-and the fraction), and ``t mod 4 = t - 4*floor(t/4)`` is exact for ``t >= 0``, so the huge
-leading products vanish without error and the sum of the small ones gives ``y = |x|*2/pi mod 4``
-to about ``2^-47``; then ``j = roundeven(y)``, ``r = (y - j) * pi/2``.  f64 does the same
-between ``2^30`` and ``2^600`` with 53-bit chunks, each product kept exactly as ``p + e``
-(``e = fma(a, c_k, -p)``), to about ``2^-48`` relative.  Past ``2^600`` f64 results stay finite
-and inside ``[-1, 1]`` for sin/cos but are not accurate (the chunk table would have to be
-indexed by the exponent, as full Payne-Hanek implementations do).
+within a few ulp up to about ``|x| = 2^40``.  Past that (and past ``2^30`` for f64) the results
+stay finite and inside ``[-1, 1]`` for sin/cos, but are not accurate: a full Payne-Hanek
+reduction with a table of ``2/pi`` bits would be needed, which this library does not implement.
 
 **Kernels** on ``|r| <= pi/4``: ``sin r = r + r^3 S(r^2)`` and ``cos r = 1 - r^2/2 + r^4 C(r^2)``
 (minimax polynomials; cos computes ``1 - r^2/2`` with its rounding error added back).  The
@@ -45,21 +36,10 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from xla_teach.backends.llvm.math.coefficients import (
-    ATAN,
-    COS,
-    PIO2,
-    PIO4,
-    SIN,
-    TWO_OVER_PI,
-    TWO_OVER_PI_24BIT_CHUNKS,
-    TWO_OVER_PI_53BIT_CHUNKS,
-)
+from xla_teach.backends.llvm.math.coefficients import ATAN, COS, PIO2, PIO4, SIN, TWO_OVER_PI
 from xla_teach.backends.llvm.math.common import F64_FORMAT, FloatOps
 
 _F32_DOUBLE_REDUCTION_ABOVE = 2.0**17
-_F32_PAYNE_HANEK_ABOVE = 2.0**40
-_F64_PAYNE_HANEK = (2.0**30, 2.0**600)  # the f64 range where the chunked reduction is used
 _TAN_PI_8 = 0.41421356237309503  # tan(pi/8) = sqrt(2) - 1, rounded
 
 
@@ -83,8 +63,7 @@ def reduce_pio2(m: FloatOps, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]
 
 
 def _mod4(m: FloatOps, j: ir.Value) -> ir.Value:
-    """``j mod 4`` as ``j - 4*floor(j/4)``: exact for an integral float ``j`` (however large)
-    and for any non-negative one."""
+    """``j mod 4`` for an integral float ``j`` (however large): ``j - 4*floor(j/4)``, exact."""
     return m.sub(j, m.mul(m.const(4.0), m.floor(m.mul(j, m.const(0.25)))))
 
 
@@ -95,47 +74,15 @@ def _reduce(m: FloatOps, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
     if m.fmt.name == "f32":
         # Beyond 2^17, redo the reduction in double and split the double r into float r + dr.
         d = FloatOps(m.b, F64_FORMAT)
-        x64 = m.b.fpext(x, d.ty)  # exact
-        r64, dr64, j64 = reduce_pio2(d, x64)
-        # Beyond 2^40, the Payne-Hanek style reduction (see the module docstring).
-        huge = m.cmp(">", m.fabs(x), _F32_PAYNE_HANEK_ABOVE)
-        r_huge, j_huge = _reduce_huge(d, x64, TWO_OVER_PI_24BIT_CHUNKS, exact_products=True)
-        r64 = d.select(huge, r_huge, d.add(r64, dr64))
-        j64 = d.select(huge, j_huge, _mod4(d, j64))
+        r64, dr64, j64 = reduce_pio2(d, m.b.fpext(x, d.ty))
+        r64 = d.add(r64, dr64)
         r_far = m.b.fptrunc(r64, m.ty)
         dr_far = m.b.fptrunc(d.sub(r64, m.b.fpext(r_far, d.ty)), m.ty)
         far = m.cmp(">", m.fabs(x), _F32_DOUBLE_REDUCTION_ABOVE)
         r = m.select(far, r_far, r)
         dr = m.select(far, dr_far, dr)
-        j = m.select(far, m.b.fptrunc(j64, m.ty), j)
-    else:
-        low, high = _F64_PAYNE_HANEK
-        huge = m.b.and_(m.cmp(">", m.fabs(x), low), m.cmp("<=", m.fabs(x), high))
-        r_huge, j_huge = _reduce_huge(m, x, TWO_OVER_PI_53BIT_CHUNKS, exact_products=False)
-        r, dr, j = m.select(huge, r_huge, r), m.select(huge, m.const(0.0), dr), m.select(huge, j_huge, j)
+        j = m.select(far, m.b.fptrunc(_mod4(d, j64), m.ty), j)
     return r, dr, m.to_int(_mod4(m, j))
-
-
-def _reduce_huge(d: FloatOps, x: ir.Value, chunks: tuple[float, ...], exact_products: bool,
-                 ) -> tuple[ir.Value, ir.Value]:
-    """``(r, j mod 4)`` in double for a huge ``x``: the chunked reduction of the module docstring.
-
-    With ``a = |x|``: ``y = sum_k (a * c_k mod 4)`` over the chunks of 2/pi, reduced mod 4
-    after every addition.  When ``exact_products`` (an f32 ``a`` times 24-bit chunks) each
-    product is exact; otherwise the rounding error ``e = fma(a, c_k, -p)`` of each product is
-    added too.  ``j = roundeven(y)``, ``r = (y - j) * pi/2``; a negative ``x`` negates both."""
-    a = d.fabs(x)
-    y = d.const(0.0)
-    for chunk in chunks:
-        c = d.const(chunk)
-        p = d.mul(a, c)
-        y = _mod4(d, d.add(y, _mod4(d, p)))
-        if not exact_products:
-            y = _mod4(d, d.add(y, _mod4(d, d.fma(a, c, d.neg(p)))))
-    j = d.roundeven(y)
-    r = d.mul(d.sub(y, j), d.const(PIO2["f64"][0]))
-    negative = d.cmp("<", x, 0.0)
-    return d.select(negative, d.neg(r), r), d.select(negative, _mod4(d, d.neg(j)), j)
 
 
 def _sin_kernel(m: FloatOps, r: ir.Value, dr: ir.Value, z: ir.Value) -> ir.Value:
