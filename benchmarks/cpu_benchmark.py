@@ -5,7 +5,7 @@ installed), measured side by side in one process.
 
 Programs (the goals of issue 6): the seeds' reduce_sum(x + y*z) at 2^24 f32 elements (also as a
 fraction of the machine's copy bandwidth: bytes read / time), a row softmax 4096x1024, a
-1024x1024x1024 matmul, and jit-compiled training steps of softmax regression and a 2-layer MLP
+1024x1024x1024 matmul, sin over 2^22 f32, and jit-compiled training steps of softmax regression and a 2-layer MLP
 against hand-written NumPy (with the MLP step's compile time).
 """
 
@@ -88,6 +88,29 @@ def bench_matmul(n: int) -> None:
     row(f"matmul {n}x{n}x{n} f32", *paired_medians(lambda: exe.execute([a, b]), lambda: a @ b, runs=9), "NumPy @", 0.8)
 
 
+SINE = """HloModule sine
+ENTRY main {{
+  x = f32[{n}] parameter(0)
+  ROOT s = f32[{n}] sine(x)
+}}
+"""
+
+
+def bench_sine(log2n: int, jax) -> None:  # type: ignore[no-untyped-def]
+    """An elementwise transcendental alone (no fusion to win by): sin over [-100, 100], whose
+    argument reduction also carries the Payne-Hanek path for huge inputs."""
+    x = np.random.default_rng(3).uniform(-100, 100, 1 << log2n).astype(np.float32)
+    exe = compile_module(SINE.format(n=x.size), "cpu")
+    np.testing.assert_allclose(exe.execute([x])[0], np.sin(x.astype(np.float64)), rtol=1e-6, atol=1e-7)
+    if jax is None:
+        row(f"sin, 2^{log2n} f32", *paired_medians(lambda: exe.execute([x]), lambda: np.sin(x)), "NumPy", 0.8)
+    else:
+        f = jax.jit(jax.numpy.sin)
+        xd = jax.device_put(x)
+        row(f"sin, 2^{log2n} f32", *block_medians(lambda: exe.execute([x]), lambda: f(xd).block_until_ready()),
+            "JAX", 1.0)
+
+
 def bench_training() -> None:
     try:
         from training_steps import mlp_step_programs, softmax_regression_programs
@@ -111,6 +134,7 @@ def main() -> int:
     bench_seed(18 if ns.quick else 24, None)
     bench_softmax(256 if ns.quick else 4096, 1024, None)
     bench_matmul(128 if ns.quick else 1024)
+    bench_sine(16 if ns.quick else 22, None)
     bench_training()
     # JAX last: importing it starts XLA's thread pool, which would disturb the rows above.
     jax = _jax()
@@ -118,6 +142,7 @@ def main() -> int:
         print("-- against JAX's XLA (jax.jit on the same CPU, same program; timed in blocks) --")
         bench_seed(18 if ns.quick else 24, jax)
         bench_softmax(256 if ns.quick else 4096, 1024, jax)
+        bench_sine(16 if ns.quick else 22, jax)
     print(f"(total {time.perf_counter() - start:.1f} s; JAX {'present' if jax else 'not installed'})")
     return 0
 

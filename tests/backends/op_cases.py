@@ -72,6 +72,16 @@ def elementwise_cases() -> list[tuple[str, str]]:
   c = pred[9] and(x, o)
   e = pred[9] compare(a, b), direction=EQ
   ROOT t = (pred[9], pred[9], pred[9]) tuple(c, e, x)""")))
+    # Huge trig arguments (Payne-Hanek reduction): fake data scaled up to the top of the range.
+    for t, scales in (("f32", "1e30, -3e37, 1e20, 7e10, 2e5, 1e38, -5e25, 1e15"),
+                      ("f64", "1e300, -3e250, 1e100, 7e40, 2e9, 1e308, -5e150, 1e20")):
+        cases.append((f"trig_huge_{t}", _module(f"trig_huge_{t}", f"""  x = {t}[8] parameter(0)
+  scale = {t}[8] constant({{{scales}}})
+  y = {t}[8] multiply(x, scale)
+  s = {t}[8] sine(y)
+  c = {t}[8] cosine(y)
+  n = {t}[8] tan(y)
+  ROOT out = ({t}[8], {t}[8], {t}[8]) tuple(s, c, n)""")))
     return cases
 
 

@@ -150,3 +150,56 @@ def test_rounding_and_is_finite() -> None:
     np.testing.assert_array_equal(jit_map(xmath.emit_round_half_away, np.float32)(x), away)
     finite = jit_map(lambda b, v: b.uitofp(xmath.emit_is_finite(b, v), v.type), np.float32)(x)
     np.testing.assert_array_equal(finite, np.isfinite(x).astype(np.float32))
+
+
+# -- huge arguments: Payne-Hanek reduction (math/payne_hanek.py) --------------------------------------
+# 2/pi in hex as published in fdlibm's table for __kernel_rem_pio2 (an independent source).
+TWO_OVER_PI_HEX = (
+    "A2F9836E4E441529FC2757D1F534DDC0DB6295993C439041FE5163ABDEBBC561B7246E3A424DD2E006492EEA09D1921CFE1DEB1CB1"
+    "29A73EE88235F52EBB4484E99C7026B45F7E413991D639835339F49C845F8BBDF9283B1FF897FFDE05980FEF2F118B5A0A6D1F6D36"
+    "7ECF27CB09B74F463F669E5FEA2D7527BAC7EBE5F17B3D0739F78A5292EA6BFB5FB11F8D5D0856033046FC7B6BABF0CFBC209AF436"
+    "1DA9E391615EE61B086599855F14A068408DFFD8804D73273106061556CA73A8C960E27BC08C6B"
+)
+# The floats closest to a multiple of pi/2: |x * 2/pi - round| is 2^-29.9 (f32, found by trying every
+# float) and 2^-61 (f64, Muller's "Elementary Functions"); the reduction loses no digits of r there.
+HARDEST = {np.float32: 16367173 * 2.0**72, np.float64: 6381956970095103 * 2.0**797}
+
+
+def test_two_over_pi_bits_match_the_published_table() -> None:
+    from xla_teach.backends.llvm.math.payne_hanek import two_over_pi_bits
+
+    bits = 4 * len(TWO_OVER_PI_HEX)
+    assert two_over_pi_bits(bits) == int(TWO_OVER_PI_HEX, 16)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name,emit,ref,tol", [
+    ("sin", xmath.emit_sin, np.sin, 2), ("cos", xmath.emit_cos, np.cos, 2), ("tan", xmath.emit_tan, np.tan, 3),
+])
+def test_trig_is_accurate_for_every_binade(name, emit, ref, tol, dtype) -> None:
+    """Log-uniform |x| from 1 to the largest float, both signs, plus the hardest cases and the
+    boundaries between the two reductions; the oracle reduces exactly too (glibc's sin/sinl)."""
+    if dtype is np.float64 and not HAS_LONG_DOUBLE:
+        pytest.skip("no extended-precision long double for an f64 oracle")
+    rng = np.random.default_rng(5)
+    top = np.log2(float(np.finfo(dtype).max))
+    x = (2.0 ** rng.uniform(0, top, 20000) * rng.choice([-1.0, 1.0], 20000)).astype(dtype)
+    hard = HARDEST[dtype]
+    edges = [2.0**17, 2.0**28, np.finfo(dtype).max, 1e30, hard, 3 * hard]
+    x = np.concatenate([x[np.isfinite(x)], np.array(edges + [-e for e in edges], dtype=dtype)])
+    x = np.concatenate([x, np.nextafter(x[-12:], 0)])
+    got = jit_map(emit, dtype)(x)
+    want = ref(x.astype(WIDE[dtype]))
+    err = max_ulp(got, want, dtype, x)
+    assert err <= tol, f"{name} {np.dtype(dtype)}: {err:.2f} ulp at {max_ulp.last_worst}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_cos_of_the_float_closest_to_a_multiple_of_pi_over_2(dtype) -> None:
+    if dtype is np.float64 and not HAS_LONG_DOUBLE:
+        pytest.skip("no extended-precision long double for an f64 oracle")
+    x = np.array([HARDEST[dtype], -HARDEST[dtype]], dtype)
+    got = jit_map(xmath.emit_cos, dtype)(x)
+    want = np.cos(x.astype(WIDE[dtype]))
+    assert np.all(np.abs(want) < 1e-8)  # the result is the tiny remainder r itself
+    np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps)

@@ -13,11 +13,11 @@ and ``2^30`` in f64 -- comfortably past the promised ``|x| <= 1e5``.  (The worst
 ``x`` very close to a multiple of ``pi/2``, where ``r`` is tiny; for floats up to 1e5 it is never
 smaller than about ``2^-28``.)
 
-For f32 inputs **beyond** ``2^17`` the reduction is redone in double precision (the float is
-exact in double; the three double parts of pi/2 give ~160 bits), which keeps f32 sin/cos/tan
-within a few ulp up to about ``|x| = 2^40``.  Past that (and past ``2^30`` for f64) the results
-stay finite and inside ``[-1, 1]`` for sin/cos, but are not accurate: a full Payne-Hanek
-reduction with a table of ``2/pi`` bits would be needed, which this library does not implement.
+Past ``2^17`` (f32) and ``2^28`` (f64) the reduction switches to **Payne-Hanek**
+(``payne_hanek.py``): the bits of ``2/pi`` that matter for ``x``'s exponent come from a table,
+and ``x * 2/pi mod 4`` is computed exactly, so sin/cos/tan stay within a few ulp for every
+finite float, up to ``3.4e38`` and ``1.8e308``.  Both reductions run for every element (the
+code is branch-free so that it vectorizes) and a ``select`` keeps the right one.
 
 **Kernels** on ``|r| <= pi/4``: ``sin r = r + r^3 S(r^2)`` and ``cos r = 1 - r^2/2 + r^4 C(r^2)``
 (minimax polynomials; cos computes ``1 - r^2/2`` with its rounding error added back).  The
@@ -37,9 +37,10 @@ from __future__ import annotations
 from llvmlite import ir
 
 from xla_teach.backends.llvm.math.coefficients import ATAN, COS, PIO2, PIO4, SIN, TWO_OVER_PI
-from xla_teach.backends.llvm.math.common import F64_FORMAT, FloatOps
+from xla_teach.backends.llvm.math.common import FloatOps
+from xla_teach.backends.llvm.math.payne_hanek import reduce_payne_hanek
 
-_F32_DOUBLE_REDUCTION_ABOVE = 2.0**17
+_FAR_ABOVE = {"f32": 17, "f64": 28}  # log2 of the |x| past which Payne-Hanek takes over
 _TAN_PI_8 = 0.41421356237309503  # tan(pi/8) = sqrt(2) - 1, rounded
 
 
@@ -68,21 +69,18 @@ def _mod4(m: FloatOps, j: ir.Value) -> ir.Value:
 
 
 def _reduce(m: FloatOps, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """Reduction for sin/cos/tan: ``(r, dr, q)`` with ``q = j mod 4`` as an integer; non-finite x -> 0."""
+    """Reduction for sin/cos/tan: ``(r, dr, q)`` with ``q = j mod 4`` as an integer; non-finite x -> 0.
+
+    Cody-Waite for ordinary arguments, Payne-Hanek (``payne_hanek.py``) past ``_FAR_ABOVE``; both
+    are computed for every element and one is selected, which keeps the code branch-free.
+    """
     x = m.select(m.is_finite(x), x, m.const(0.0))
     r, dr, j = reduce_pio2(m, x)
-    if m.fmt.name == "f32":
-        # Beyond 2^17, redo the reduction in double and split the double r into float r + dr.
-        d = FloatOps(m.b, F64_FORMAT)
-        r64, dr64, j64 = reduce_pio2(d, m.b.fpext(x, d.ty))
-        r64 = d.add(r64, dr64)
-        r_far = m.b.fptrunc(r64, m.ty)
-        dr_far = m.b.fptrunc(d.sub(r64, m.b.fpext(r_far, d.ty)), m.ty)
-        far = m.cmp(">", m.fabs(x), _F32_DOUBLE_REDUCTION_ABOVE)
-        r = m.select(far, r_far, r)
-        dr = m.select(far, dr_far, dr)
-        j = m.select(far, m.b.fptrunc(_mod4(d, j64), m.ty), j)
-    return r, dr, m.to_int(_mod4(m, j))
+    q = m.to_int(_mod4(m, j))
+    far_above = _FAR_ABOVE[m.fmt.name]
+    r_far, dr_far, q_far = reduce_payne_hanek(m, x, first_exponent=m.fmt.bias + far_above)
+    far = m.cmp(">", m.fabs(x), 2.0**far_above)
+    return m.select(far, r_far, r), m.select(far, dr_far, dr), m.b.select(far, q_far, q)
 
 
 def _sin_kernel(m: FloatOps, r: ir.Value, dr: ir.Value, z: ir.Value) -> ir.Value:
@@ -111,7 +109,7 @@ def _sin_or_cos(builder: ir.IRBuilder, x: ir.Value, shift: int) -> ir.Value:
     z = m.mul(r, r)
     value = m.select(_quadrant(m, q, 1), _cos_kernel(m, r, dr, z), _sin_kernel(m, r, dr, z))
     value = m.select(_quadrant(m, q, 2), m.neg(value), value)
-    value = m.clamp(value, -1.0, 1.0)  # only matters for huge |x|, where the reduction fails
+    value = m.clamp(value, -1.0, 1.0)  # a kernel may round a hair past 1
     return m.select(m.is_finite(x), value, m.const(float("nan")))
 
 
