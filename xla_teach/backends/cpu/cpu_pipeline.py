@@ -2,8 +2,8 @@
 
 See :func:`xla_teach.passes.pipeline.default_pipeline` for the shared part and
 its documented order; the CPU adds the expanders first (``rng-expander``,
-``topk-decomposer``, ``tuple-constant-splitter``,
-``all-reduce-splitter``: ops with no kernel of their own), its fusion rules, the dot
+``topk-decomposer``, ``tuple-constant-splitter``, ``all-reduce-splitter``,
+``conditional-to-select``: ops with no kernel of their own), its fusion rules, the dot
 strategy, and the memory scheduler that backends need before buffer assignment.
 """
 

@@ -5,7 +5,7 @@ GPU differences from the CPU pipeline: ``divide`` and ``rsqrt`` count as cheap
 rewriter splits very long reductions so that many blocks share them; dots stay
 emitted kernels (a tiled shared-memory kernel, no vendor library). The expanders
 (``rng-expander``, ``topk-decomposer``, ``tuple-constant-splitter``,
-``all-reduce-splitter``) run first, as on the CPU.
+``all-reduce-splitter``, ``conditional-to-select``) run first, as on the CPU.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Like XLA's ``xla/hlo/transforms/expanders/``, each pass here replaces one opcode by an
 equivalent group of simpler instructions (``topk`` -> ``sort`` + ``slice``, legacy ``rng``
 -> ``rng-get-and-update-state`` + ``rng-bit-generator`` + conversion, a tuple ``constant`` ->
-``tuple`` of array constants, a variadic ``all-reduce`` -> one per operand). They run first
+``tuple`` of array constants, a variadic ``all-reduce`` -> one per operand, a ``conditional``
+inside a reducer -> ``select``s). They run first
 in the CPU and GPU pipelines, so
 the optimizer sees the simple ops and can fuse and simplify them like any others
 (:func:`add_expanders` puts them there).
@@ -12,6 +13,7 @@ the optimizer sees the simple ops and can fuse and simplify them like any others
 from __future__ import annotations
 
 from xla_teach.passes.expanders.all_reduce_splitter import AllReduceSplitter
+from xla_teach.passes.expanders.conditional_to_select import ConditionalToSelect
 from xla_teach.passes.expanders.rng_expander import RngExpander
 from xla_teach.passes.expanders.topk_decomposer import TopkDecomposer
 from xla_teach.passes.expanders.tuple_constant_splitter import TupleConstantSplitter
@@ -26,7 +28,9 @@ def add_expanders(pipeline: HloPassPipeline) -> None:
     optimization = pipeline.find("optimization")
     if not isinstance(optimization, HloPassPipeline):
         raise ValueError(f"{pipeline.name} has no 'optimization' stage to put the expanders in")
-    optimization.passes[:0] = [RngExpander(), TopkDecomposer(), TupleConstantSplitter(), AllReduceSplitter()]
+    optimization.passes[:0] = [RngExpander(), TopkDecomposer(), TupleConstantSplitter(), AllReduceSplitter(),
+                               ConditionalToSelect()]
 
 
-__all__ = ["AllReduceSplitter", "RngExpander", "TopkDecomposer", "TupleConstantSplitter", "add_expanders"]
+__all__ = ["AllReduceSplitter", "ConditionalToSelect", "RngExpander", "TopkDecomposer", "TupleConstantSplitter",
+           "add_expanders"]
