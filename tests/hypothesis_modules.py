@@ -1,7 +1,7 @@
 """A Hypothesis strategy for small, valid, random HLO modules.
 
-``hlo_modules()`` draws a module over one element type (``f32``, ``f64``, ``f16``, ``s32``,
-``s8`` or ``u32`` by default) built with :class:`~xla_teach.hlo.builder.XlaBuilder`, so every
+``hlo_modules()`` draws a module over one element type (by default any of ``f32``, ``f64``,
+``f16``, ``bf16`` and the signed and unsigned integers of 8 to 64 bits) built with :class:`~xla_teach.hlo.builder.XlaBuilder`, so every
 op is shape-checked as it is made. It starts from one to three parameters and then applies
 random steps to a pool of values, each step one of:
 
@@ -42,7 +42,7 @@ from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
 
-ELEMENT_TYPES = ("f32", "s32", "f64", "f16", "s8", "u32")
+ELEMENT_TYPES = ("f32", "s32", "f64", "f16", "bf16", "s8", "u8", "s16", "u16", "u32", "s64", "u64")
 
 # Builder method names per element-type class.
 FLOAT_UNARY = ("neg", "abs", "exp", "expm1", "log", "log1p", "logistic", "sqrt", "rsqrt", "cbrt", "sin", "cos",
@@ -57,8 +57,10 @@ INT_BINARY = ("add", "sub", "mul", "max", "min", "div", "rem", "pow", "and_", "o
 OTHER_ELEMENTWISE_OPCODES = ("bitcast-convert", "clamp", "compare", "convert", "is-finite", "reduce-precision",
                              "select")
 # Same-width partners for bitcast-convert, and targets for a convert round trip.
-BITCAST_PARTNERS = {"f32": ("s32", "u32"), "f64": ("s64", "u64"), "f16": ("s16", "u16"), "s32": ("f32", "u32"),
-                    "s8": ("u8",), "u32": ("f32", "s32")}
+BITCAST_PARTNERS = {"f32": ("s32", "u32"), "f64": ("s64", "u64"), "f16": ("s16", "u16", "bf16"),
+                    "bf16": ("s16", "u16", "f16"), "s32": ("f32", "u32"), "s8": ("u8",), "u8": ("s8",),
+                    "s16": ("u16", "f16", "bf16"), "u16": ("s16", "bf16"), "u32": ("f32", "s32"),
+                    "s64": ("u64", "f64"), "u64": ("s64", "f64")}
 CONVERT_TARGETS = ("f32", "f64", "f16", "bf16", "s32", "s8", "u32", "u8", "s64", "pred")
 REDUCE_PRECISION_BITS = ((8, 7), (5, 10), (8, 23), (4, 3), (11, 52), (5, 2))
 STEP_KINDS = ("unary", "binary", "select", "clamp", "is_finite", "convert", "bitcast_convert",
