@@ -205,6 +205,27 @@ ENTRY main {{
         assert_same_results(original, module)
 
 
+@pytest.mark.parametrize("epilogue,result", [("convert(s)", "f16"), ("compare(s, d), direction=GT", "pred")])
+def test_an_epilogue_that_changes_the_element_type_keeps_the_dot_out(epilogue: str, result: str) -> None:
+    """Regression: the dot's sums are staged in the fusion's output buffer, so an f16 or pred
+    epilogue (half or a quarter of the bytes) made BLAS write past the end of it (a bus error)."""
+    text = f"""
+HloModule narrowing
+ENTRY main {{
+  x = f32[8,16] parameter(0)
+  w = f32[16,4] parameter(1)
+  d = f32[8,4] dot(x, w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  s = f32[8,4] add(d, d)
+  ROOT r = {result}[8,4] {epilogue}
+}}
+"""
+    original, module, notes = fuse_with_record(text)
+    assert module.entry.instruction("d").opcode == "dot"
+    assert all(f.fusion_kind != "kOutput" for f in fusions(module))
+    assert f"not fusing d into add_{epilogue.split('(')[0]}_fusion: the epilogue changes the element type (f32 -> {result})" in notes
+    assert_same_results(original, module)
+
+
 # ---- duplication ----------------------------------------------------------------------------------
 def test_expensive_ops_with_several_users_are_never_duplicated_cheap_ones_are() -> None:
     original, module, notes = fuse_with_record("""

@@ -123,6 +123,10 @@ def _producer_problem(producer: HloInstruction, consumer: HloInstruction, config
             return "a dot is fused only into an elementwise epilogue"
         if not _reads_elementwise(consumer, producer):
             return "the epilogue reads the dot at other indices (broadcast/transpose)"
+        if consumer.shape.is_tuple or consumer.shape.element_type is not producer.shape.element_type:
+            # The dot's sums are staged in the output buffer, which must hold the dot's type.
+            result = "a tuple" if consumer.shape.is_tuple else consumer.shape.element_type.name.lower()
+            return f"the epilogue changes the element type ({producer.shape.element_type.name.lower()} -> {result})"
         return None
     if op == "fusion":
         if producer.fusion_kind != "kLoop" or producer.shape.is_tuple:
