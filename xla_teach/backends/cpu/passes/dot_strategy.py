@@ -34,7 +34,8 @@ After (only the dots' ``backend_config`` changes)::
 when OpenBLAS is installed: a 512x512 f32 ``dot`` would get it; the example shows the two
 choices that do not depend on the machine). ``loops`` is an emitted i-k-j loop nest
 (small matrices, integer types); ``elemental`` is one inner product per output element
-(general dimension numbers, f16/bf16).
+(general dimension numbers, f16/bf16 -- which the CPU pipeline's ``change-op-data-type`` turns
+into f32 products before this pass runs).
 """
 
 from __future__ import annotations
