@@ -266,3 +266,28 @@ ENTRY main {
     assert notes == ["not merging siblings subtract_transpose_fusion and broadcast_multiply_fusion: "
                      "one depends on the other"]
     assert_same_results(original, module)
+
+
+def test_unfused_elementwise_siblings_join_a_fusion_that_reads_the_same_operand() -> None:
+    """``exponential(x)`` and ``log(x)`` read only a parameter, so instruction fusion has nothing
+    to give them; as siblings of ``broadcast_multiply_fusion`` they still share its read of ``x``."""
+    original, module, notes = multi_output_notes("""
+HloModule unfused_siblings
+ENTRY main {
+  x = f32[64] parameter(0)
+  two = f32[] constant(2)
+  b = f32[64] broadcast(two), dimensions={}
+  m = f32[64] multiply(x, b)
+  e = f32[64] exponential(x)
+  y = f32[16] parameter(1)
+  l = f32[16] log(y)
+  ROOT t = (f32[64], f32[64], f32[16]) tuple(m, e, l)
+}
+""")
+    assert kernel_count(module) == 2  # {multiply, exponential} and log (which reads y, a 16-element loop)
+    assert notes[0] == "merged siblings e and broadcast_multiply_fusion (both read x)"
+    (merged,) = [i for i in module.entry.instructions if i.opcode == "fusion" and i.shape.is_tuple]
+    assert sorted(i.opcode for i in merged.fused_computation.instructions) == [
+        "broadcast", "constant", "exponential", "multiply", "parameter", "tuple"]
+    assert module.entry.instruction("l").opcode == "log"  # nothing shares its operand
+    assert_same_results(original, module)

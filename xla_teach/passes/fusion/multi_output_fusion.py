@@ -11,6 +11,8 @@ divide. Multi-output fusion recovers most of that traffic in two ways:
   the way, instead of reading it from memory;
 * **sibling**: two fusions that read the same operand and have the same loop
   shape become one kernel with a tuple root, so the shared operand is read once.
+  An elementwise op that instruction fusion left on its own (``exp(x)`` of a
+  parameter ``x``) counts as a one-instruction loop fusion here.
 
 Before (what instruction fusion left: ``e`` has two users, so it was not duplicated
 into the reduction)::
@@ -86,8 +88,8 @@ a reduction must have the reduction's input shape).
 from __future__ import annotations
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.passes.fusion.fusion_rules import FusionConfig
-from xla_teach.passes.fusion.fusion_utils import add_fusion_output, merge_sibling_fusions
+from xla_teach.passes.fusion.fusion_rules import FusionConfig, is_elementwise
+from xla_teach.passes.fusion.fusion_utils import add_fusion_output, create_fusion, merge_sibling_fusions
 from xla_teach.passes.fusion.instruction_fusion import fusible_computations
 from xla_teach.passes.pass_base import HloPass
 
@@ -111,8 +113,23 @@ def _reaches(start: HloInstruction, target: HloInstruction, exclude: HloInstruct
     return False
 
 
+def _is_unfused_elementwise(instr: HloInstruction) -> bool:
+    """An elementwise op that instruction fusion left alone (its operands are parameters, say):
+    a loop of its own, so it can join a sibling like a one-instruction ``kLoop`` fusion."""
+    return (instr.opcode != "fusion" and is_elementwise(instr.opcode) and instr.shape.is_array
+            and instr.opcode != "rng" and instr.operand_count > 0)
+
+
 def _is_loop_like(instr: HloInstruction) -> bool:
     return instr.opcode == "fusion" and instr.fusion_kind == "kLoop" and not instr.shape.is_tuple
+
+
+def _size(instr: HloInstruction) -> int:
+    return len(instr.fused_computation.instructions) if instr.opcode == "fusion" else 1 + instr.operand_count
+
+
+def _kind(instr: HloInstruction) -> str:
+    return instr.fusion_kind if instr.opcode == "fusion" else f"unfused {instr.opcode}"
 
 
 class MultiOutputFusion(HloPass):
@@ -182,7 +199,8 @@ class MultiOutputFusion(HloPass):
             for operand in list(comp.instructions):
                 if operand.parent is not comp:
                     continue
-                users = [u for u in dict.fromkeys(operand.users) if u.opcode == "fusion" and not u.shape.is_tuple]
+                users = [u for u in dict.fromkeys(operand.users)
+                         if (u.opcode == "fusion" and not u.shape.is_tuple) or _is_unfused_elementwise(u)]
                 for i, a in enumerate(users):
                     for b in users[i + 1:]:
                         reason = self._sibling_problem(a, b)
@@ -190,6 +208,7 @@ class MultiOutputFusion(HloPass):
                             self.note(f"not merging siblings {a.name} and {b.name}: {reason}")
                             continue
                         self.note(f"merged siblings {a.name} and {b.name} (both read {operand.name})")
+                        a, b = (x if x.opcode == "fusion" else create_fusion(x, "kLoop") for x in (a, b))
                         merge_sibling_fusions(a, b)
                         merged = changed = True
                         break
@@ -200,8 +219,8 @@ class MultiOutputFusion(HloPass):
         return changed
 
     def _sibling_problem(self, a: HloInstruction, b: HloInstruction) -> str | None:
-        ra, rb = _reduce_hero(a), _reduce_hero(b)
-        if _is_loop_like(a) and _is_loop_like(b):
+        ra, rb = (_reduce_hero(x) if x.opcode == "fusion" else None for x in (a, b))
+        if all(_is_loop_like(x) or _is_unfused_elementwise(x) for x in (a, b)):
             if a.shape.dimensions != b.shape.dimensions:
                 return "different loop shapes"
         elif ra is not None and rb is not None:
@@ -209,13 +228,13 @@ class MultiOutputFusion(HloPass):
                     rb.dimensions):
                 return "reductions over different shapes or dimensions"
         else:
-            return f"kinds {a.fusion_kind} and {b.fusion_kind} do not share a loop"
+            return f"kinds {_kind(a)} and {_kind(b)} do not share a loop"
         if _reaches(a, b) or _reaches(b, a):
             return "one depends on the other"
         operands = {id(o) for o in a.operands} | {id(o) for o in b.operands}
         if len(operands) > self.config.max_operands:
             return f"{len(operands)} operands exceed the limit"
-        size = len(a.fused_computation.instructions) + len(b.fused_computation.instructions)
+        size = _size(a) + _size(b)
         if size > self.config.max_instructions:
             return f"the fusion would hold {size} instructions"
         return None
