@@ -151,3 +151,23 @@ def test_an_instruction_belongs_to_one_computation() -> None:
     p = comp.add_parameter(F32_4)
     with pytest.raises(ValueError, match="already belongs"):
         HloComputation("d").add_instruction(p)
+
+
+CYCLES = {
+    "self": "  ROOT r = f32[2] negate(p), control-predecessors={r}",
+    "two": "  a = f32[2] negate(p), control-predecessors={b}\n  ROOT b = f32[2] negate(a)",
+}
+
+
+@pytest.mark.parametrize("name", CYCLES)
+def test_a_cycle_is_an_error_not_an_endless_walk(name: str) -> None:
+    """Regression: a control-predecessor cycle made post_order (and so printing, cloning and
+    compiling) loop forever while its stack grew without bound."""
+    from xla_teach.api import compile_module
+    from xla_teach.hlo.errors import VerificationError
+
+    text = f"HloModule m\nENTRY e {{\n  p = f32[2] parameter(0)\n{CYCLES[name]}\n}}\n"
+    module = parse_hlo(text)
+    for action in (module.entry.post_order, module.to_text, module.clone, lambda: compile_module(text, "cpu")):
+        with pytest.raises(VerificationError, match="cycle"):
+            action()

@@ -319,9 +319,13 @@ class HloComputation:
 
     def post_order(self) -> list[HloInstruction]:
         """Operands before users, as XLA's MakeInstructionPostOrder: a DFS from every
-        instruction without users, in list order, visiting operands in order."""
+        instruction without users, in list order, visiting operands in order.
+
+        A cycle (through operands or ``control-predecessors``) has no post-order: it raises
+        :class:`VerificationError` naming an instruction on it."""
         order: list[HloInstruction] = []
         visited: set[int] = set()
+        on_path: set[int] = set()  # expanded, operands not finished: reaching one again is a cycle
         for start in self.instructions:
             if start._users:
                 continue
@@ -332,8 +336,15 @@ class HloComputation:
                     continue
                 if expanded:
                     visited.add(node.unique_id)
+                    on_path.discard(node.unique_id)
                     order.append(node)
                     continue
+                if node.unique_id in on_path:
+                    from xla_teach.hlo.errors import VerificationError
+
+                    raise VerificationError(f"{self.name}: the graph has a cycle through %{node.name} "
+                                            "(via operands or control-predecessors)")
+                on_path.add(node.unique_id)
                 stack.append((node, True))
                 preds = list(node._operands) + list(node.control_predecessors)
                 for pred in reversed(preds):
