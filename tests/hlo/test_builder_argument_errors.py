@@ -27,7 +27,37 @@ CASES: dict[str, tuple[Callable, str]] = {
     "letters for dims": (lambda b, x: b.transpose(x, "a"), "transpose: bad argument: invalid literal"),
     "missing argument": (lambda b, x: b.add(x), "add: missing a required argument: 'rhs'"),
     "unknown keyword": (lambda b, x: b.negate(x, nam="n"), "negate: got an unexpected keyword argument 'nam'"),
+    "tuple for a shape": (lambda b, x: b.parameter(1, (2, 3)), "parameter: the shape must be a Shape"),
+    "pad dimension out of range": (lambda b, x: b.pad_in_dim(x, b.constant(np.float32(0)), 5, 1, 1),
+                                   "pad: pad_in_dim: dimension 5 is out of range for rank 1"),
+    "short padding entry": (lambda b, x: b.pad(x, b.constant(np.float32(0)), [(1,)]),
+                            "pad: a padding entry is (low, high) or (low, high, interior), got (1,)"),
+    "no such element type": (lambda b, x: b.convert_element_type(x, object),
+                             "convert_element_type: bad argument: an element type must be"),
+    # values an integer type cannot hold are refused, not truncated or wrapped
+    "fraction as s32": (lambda b, x: b.add(b.convert_element_type(x, "s32"), 1.5),
+                        "add: 1.5 is not exactly representable as s32"),
+    "too big for s32": (lambda b, x: b.add(b.convert_element_type(x, "s32"), 2**40),
+                        "add: 1099511627776 is not exactly representable as s32"),
+    "fraction constant": (lambda b, x: b.constant(1.5, "s32"), "constant: 1.5 is not exactly representable as s32"),
+    "NaN constant": (lambda b, x: b.constant(float("nan"), "u8"), "constant: nan is not exactly representable as u8"),
+    "fraction index": (lambda b, x: b.dynamic_slice(x, [0.5], [1]),
+                       "dynamic-slice: 0.5 is not exactly representable as s32"),
 }
+
+
+def test_exact_and_float_scalars_still_work() -> None:
+    b, x = _builder()
+    i = b.convert_element_type(x, np.int32)  # a NumPy dtype names the element type too
+    assert b.add(i, 3).shape.to_text() == "s32[3]{0}"
+    assert b.constant(7, "u8").shape.to_text() == "u8[]"
+    assert float(b.constant(0.1, "f32").instruction.literal) == float(np.float32(0.1))  # floats round
+
+
+def test_shape_dimensions_must_be_integers() -> None:
+    for dims in ((1.5,), "23"):
+        with pytest.raises(ValueError, match="must be a sequence of integers"):
+            Shape.array("f32", dims)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from xla_teach.hlo.builder_arguments import explain_argument_errors
-from xla_teach.hlo.builder_base import BuilderBase, XlaOp
+from xla_teach.hlo.builder_base import BuilderBase, XlaOp, exact_literal
 from xla_teach.hlo.builder_control import ControlFlowMixin
 from xla_teach.hlo.builder_elementwise import ElementwiseMixin
 from xla_teach.hlo.builder_ops import DataMovementMixin, ReductionMixin, make_padding
@@ -61,7 +61,8 @@ def _literal(value: object, dtype: object) -> np.ndarray:
     """The constant's array: NumPy values keep their dtype; Python bools/ints/floats (and
     lists of them) become pred/s32/f32 unless ``dtype`` says otherwise."""
     if dtype is not None:
-        return np.asarray(value, dtype=PrimitiveType.from_name(dtype).dtype if isinstance(dtype, str) else dtype)
+        return exact_literal(value, PrimitiveType.from_name(dtype).dtype if isinstance(dtype, str) else dtype,
+                             "constant")
     if isinstance(value, (np.ndarray, np.generic)):
         return np.asarray(value)
     array = np.asarray(value)

@@ -31,6 +31,22 @@ from xla_teach.hlo.types import PrimitiveType
 Scalar = bool | int | float | np.generic
 
 
+
+def exact_literal(value: object, dtype: np.dtype, opcode: str, shapes: Sequence[Shape] = ()) -> np.ndarray:
+    """``value`` as an array of ``dtype``; a value an integer or pred type cannot hold exactly
+    (``1.5`` or ``2**40`` as s32) is an error rather than silently truncated or wrapped.
+    Floats round to the nearest float as usual."""
+    target = np.dtype(dtype)
+    try:
+        with np.errstate(all="ignore"):
+            literal = np.asarray(value, dtype=target)
+    except (OverflowError, ValueError, TypeError):
+        literal = None
+    if literal is None or (target.kind in "biu" and not np.array_equal(literal, np.asarray(value))):
+        ptype = PrimitiveType.from_dtype(target).name.lower()
+        raise ShapeError(opcode, shapes, f"{value!r:.60} is not exactly representable as {ptype}")
+    return literal
+
 class XlaOp:
     """A handle to an instruction made by a builder (XLA's ``XlaOp``).
 
@@ -168,6 +184,9 @@ class BuilderBase:
     ) -> XlaOp:
         """Infer the shape, create the instruction, add it; the one place ops are made."""
         self._check_open(opcode)
+        if declared_shape is not None and not isinstance(declared_shape, Shape):
+            raise ShapeError(opcode, [], f"the shape must be a Shape (e.g. Shape.array('f32', (2, 3))), "
+                             f"got {type(declared_shape).__name__} {declared_shape!r:.40}")
         instructions = [self._instruction_of(op, opcode, i) for i, op in enumerate(operands)]
         attrs = dict(attrs or {})
         try:
@@ -197,7 +216,7 @@ class BuilderBase:
             raise ShapeError(opcode, [], "at least one operand must be an XlaOp")
         if not isinstance(value, (bool, int, float, np.generic)):
             raise ShapeError(opcode, [like.shape], f"cannot use a {type(value).__name__} as an operand")
-        return self._constant(np.asarray(value, dtype=like.shape.dtype))
+        return self._constant(exact_literal(value, like.shape.dtype, opcode, [like.shape]))
 
     def _broadcast_to(self, op: XlaOp, out_dims: Sequence[int], mapping: Sequence[int], *,
                       name: str | None = None, always: bool = False) -> XlaOp:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from xla_teach.hlo.builder_base import BuilderBase, Scalar, XlaOp
 from xla_teach.hlo.shape_inference import default_comparison_type
 from xla_teach.hlo.types import PrimitiveType
@@ -21,8 +23,17 @@ from xla_teach.hlo.types import PrimitiveType
 Dims = Sequence[int] | None
 
 
-def _type(element_type: PrimitiveType | str) -> PrimitiveType:
-    return PrimitiveType.from_name(element_type) if isinstance(element_type, str) else element_type
+def _type(element_type: PrimitiveType | str | np.dtype | type) -> PrimitiveType:
+    """An element type given as a PrimitiveType, its name (``"f32"``) or a NumPy dtype."""
+    if isinstance(element_type, PrimitiveType):
+        return element_type
+    if isinstance(element_type, str):
+        return PrimitiveType.from_name(element_type)
+    try:
+        return PrimitiveType.from_dtype(element_type)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"an element type must be a PrimitiveType, a name like 'f32' or a NumPy dtype, "
+                        f"got {element_type!r}") from None
 
 
 class ElementwiseMixin(BuilderBase):

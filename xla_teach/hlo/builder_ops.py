@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from xla_teach.hlo.attributes import ConvDimensionNumbers, PaddingDim, SliceDim, Window
-from xla_teach.hlo.builder_base import BuilderBase, XlaOp
+from xla_teach.hlo.builder_base import BuilderBase, XlaOp, exact_literal
 from xla_teach.hlo.errors import ShapeError
 from xla_teach.hlo.ir import HloComputation
 from xla_teach.hlo.shape import Shape
@@ -95,7 +95,8 @@ class DataMovementMixin(BuilderBase):
 
     def _start_indices(self, indices: Sequence[XlaOp | int]) -> list[XlaOp]:
         """Python ints become s32 constants."""
-        return [i if isinstance(i, XlaOp) else self._constant(np.asarray(i, np.int32)) for i in indices]
+        return [i if isinstance(i, XlaOp) else self._constant(exact_literal(i, np.dtype(np.int32), "dynamic-slice"))
+                for i in indices]
 
     def dynamic_slice(self, operand: XlaOp, start_indices: Sequence[XlaOp | int], slice_sizes: Sequence[int], *,
                       name: str | None = None) -> XlaOp:
@@ -116,11 +117,18 @@ class DataMovementMixin(BuilderBase):
             name: str | None = None) -> XlaOp:
         """``padding_config``: per dimension a PaddingDim or ``(low, high[, interior])``;
         negative low/high remove elements."""
+        for p in padding_config:
+            if not isinstance(p, PaddingDim) and len(p) not in (2, 3):
+                raise ShapeError("pad", [operand.shape], f"a padding entry is (low, high) or (low, high, interior), "
+                                 f"got {tuple(p)}")
         config = tuple(p if isinstance(p, PaddingDim) else PaddingDim(*(int(v) for v in p)) for p in padding_config)
         return self._emit("pad", [operand, padding_value], {"padding": config}, name=name)
 
     def pad_in_dim(self, operand: XlaOp, padding_value: XlaOp, dimno: int, pad_lo: int, pad_hi: int, *,
                    name: str | None = None) -> XlaOp:
+        if not 0 <= dimno < operand.rank:
+            raise ShapeError("pad", [operand.shape], f"pad_in_dim: dimension {dimno} is out of range for rank "
+                             f"{operand.rank}")
         config = [PaddingDim()] * operand.rank
         config[dimno] = PaddingDim(pad_lo, pad_hi)
         return self.pad(operand, padding_value, config, name=name)

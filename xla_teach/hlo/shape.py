@@ -63,6 +63,8 @@ class Shape:
         etype = PrimitiveType.from_name(element_type) if isinstance(element_type, str) else element_type
         if not etype.is_array_type:
             raise ValueError(f"{etype.value} is not an array element type")
+        if isinstance(dimensions, str) or not all(isinstance(d, (int, np.integer)) for d in dimensions):
+            raise ValueError(f"dimensions of {etype.value}[...] must be a sequence of integers, got {dimensions!r}")
         dims = tuple(int(d) for d in dimensions)
         for d in dims:
             if d < 0:
