@@ -194,3 +194,28 @@ def test_run_hlo_module_refuses_negative_error_bounds(tmp_path, capsys) -> None:
     f.write_text("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT n = f32[2] negate(x)\n}\n")
     assert main(["run-hlo-module", str(f), "--abs_error_bound=-1"]) == 2
     assert "--abs_error_bound must be >= 0" in capsys.readouterr().err
+
+
+def test_run_hlo_module_and_bisect_refuse_nan_error_bounds(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A NaN bound would pass every comparison (NaN compares false), hiding any miscompile."""
+    from xla_teach.tools.cli import main
+
+    f = tmp_path / "m.txt"
+    f.write_text("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT n = f32[2] negate(x)\n}\n")
+    assert main(["run-hlo-module", str(f), "--abs_error_bound=nan"]) == 2
+    assert "--abs_error_bound must be >= 0, got nan" in capsys.readouterr().err
+    assert main(["bisect", str(f), "--rel_error=nan", "--use_fake_data"]) == 2
+    assert "--rel_error must be >= 0, got nan" in capsys.readouterr().err
+
+
+def test_token_results_and_argument_lists_on_the_cpu() -> None:
+    from xla_teach.hlo.evaluator.registry import TOKEN
+
+    text = ("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  t = token[] after-all()\n"
+            "  ROOT r = (f32[2], token[]) tuple(p, t)\n}\n")
+    executable = api.compile_module(text, "cpu")
+    got = executable.execute([np.ones(2, np.float32)])
+    np.testing.assert_array_equal(got[0], [1.0, 1.0])
+    assert got[1] is TOKEN  # as the interpreter returns it; used to be "token has no NumPy dtype"
+    with pytest.raises(TypeError, match="takes its arguments as a list"):
+        executable.execute(None)  # type: ignore[arg-type]

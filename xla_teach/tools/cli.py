@@ -138,6 +138,16 @@ def _run_replay(a: argparse.Namespace) -> int:
 
 
 # ---- run-hlo-module -----------------------------------------------------------------------------
+def _check_error_bounds(a: argparse.Namespace, *options: str) -> None:
+    """Error bounds are numbers >= 0 (``inf`` allowed). NaN is refused too: every comparison
+    with it is false, so a NaN bound would let any difference through."""
+    from xla_teach.tools.tool_support import ToolError
+
+    for option in options:
+        if not getattr(a, option) >= 0:
+            raise ToolError(f"--{option} must be >= 0, got {getattr(a, option)}")
+
+
 def _configure_run_hlo_module(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="HLO text or snapshot")
     add_platform(p)
@@ -157,7 +167,7 @@ def _configure_run_hlo_module(p: argparse.ArgumentParser) -> None:
 
 def _run_run_hlo_module(a: argparse.Namespace) -> int:
     from xla_teach.tools.run_hlo_module import print_report, run_hlo_module
-    from xla_teach.tools.tool_support import ToolError, load_hlo_input, normalize_platform
+    from xla_teach.tools.tool_support import load_hlo_input, normalize_platform
 
     loaded = load_hlo_input(a.file, a.input_format)
     fixed_args = None
@@ -165,9 +175,7 @@ def _run_run_hlo_module(a: argparse.Namespace) -> int:
         from xla_teach.tools.tool_support import arguments_for
 
         fixed_args = arguments_for(loaded, a.use_fake_data, a.input_literals_file, a.seed)
-    for option in ("abs_error_bound", "rel_error_bound"):
-        if getattr(a, option) < 0:
-            raise ToolError(f"--{option} must be >= 0, got {getattr(a, option)}")
+    _check_error_bounds(a, "abs_error_bound", "rel_error_bound")
     platform = normalize_platform(a.platform)
     reference = "" if a.reference_platform.lower() in ("", "none") else normalize_platform(a.reference_platform)
     factory = pipeline_factory(a, platform)
@@ -223,7 +231,8 @@ def _configure_bisect(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="HLO text or snapshot of the module that miscompiles")
     add_platform(p, "cpu", "--test_platform")
     add_inputs(p)
-    p.add_argument("--abs_error", type=float, default=0.01, help="absolute error bound (hlo_bisect default 0.01)")
+    p.add_argument("--abs_error", type=float, default=0.01,
+                   help="absolute error bound (hlo_bisect default 0.01)")
     p.add_argument("--rel_error", type=float, default=0.1, help="relative error bound (hlo_bisect default 0.1)")
     add_bool(p, "--shrink", True, "after finding the pass, shrink the module while it still fails")
     p.add_argument("--max_checks", type=int, default=300, help="at most this many shrinking candidates")
@@ -235,6 +244,7 @@ def _run_bisect(a: argparse.Namespace) -> int:
     from xla_teach.tools.bisect import bisect_compilation, check_reproducer_directory, write_reproducer
     from xla_teach.tools.tool_support import arguments_for, load_hlo_input, normalize_platform
 
+    _check_error_bounds(a, "abs_error", "rel_error")
     if a.dump_path:
         check_reproducer_directory(a.dump_path)
     loaded = load_hlo_input(a.file)

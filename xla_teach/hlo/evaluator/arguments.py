@@ -23,6 +23,9 @@ from xla_teach.hlo.shape import Shape
 def check_arguments(comp: HloComputation, args: Sequence[Any]) -> list[Value]:
     """Validate ``args`` against ``comp``'s parameters; returns them as evaluator values."""
     params = comp.parameter_instructions
+    if isinstance(args, (str, bytes, np.ndarray)) or not isinstance(args, Sequence):
+        raise TypeError(f"computation '{comp.name}' takes its arguments as a list (one array per parameter), "
+                        f"got {type(args).__name__}")
     if len(args) != len(params):
         expected = ", ".join(f"{p.name}: {p.shape.to_text(print_layout=False)}" for p in params)
         raise ValueError(
