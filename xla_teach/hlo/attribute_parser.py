@@ -26,6 +26,8 @@ from xla_teach.hlo.opcodes import AttrKind
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
 
+_INT_TEXT_RE = re.compile(r"-?\d+")
+
 
 class ComputationRef(str):
     """A computation name waiting to be resolved (``to_apply=%add``)."""
@@ -39,12 +41,26 @@ def _braced_items(value: str, what: str) -> list[str]:
     return [item.strip() for item in body.split(",")] if body else []
 
 
+def _to_int(text: str, what: str = "") -> int:
+    """``int(text)``, with a message that says which value was not an integer."""
+    if not _INT_TEXT_RE.fullmatch(text):
+        where = f" in {what}" if what else ""
+        raise ValueError(f"expected an integer{where}, got '{text}'")
+    return int(text)
+
+
+def _check_ints(text: str, what: str) -> None:
+    """Check that every number in ``2x3`` or ``0_1x1_0`` style text is an integer."""
+    for piece in re.split(r"[x_]", text):
+        _to_int(piece, what)
+
+
 def parse_attribute_value(kind: AttrKind, value: str) -> Any:
     """Interpret ``value`` (the raw text) as an attribute of ``kind``; ValueError if malformed."""
     if kind is AttrKind.INT:
-        return int(value)
+        return _to_int(value)
     if kind is AttrKind.INT_LIST:
-        return tuple(int(v) for v in _braced_items(value, "an integer list"))
+        return tuple(_to_int(v, "the list") for v in _braced_items(value, "an integer list"))
     if kind is AttrKind.BOOL:
         if value not in ("true", "false"):
             raise ValueError(f"expected true or false, not '{value}'")
@@ -65,10 +81,14 @@ def parse_attribute_value(kind: AttrKind, value: str) -> Any:
     if kind is AttrKind.SLICE:
         return parse_slice(value)
     if kind is AttrKind.PADDING:
+        _check_ints(value, "padding")
         return padding_from_text(value)
     if kind is AttrKind.DIM_LABELS:
         return ConvDimensionNumbers.from_text(value)
     return value  # RAW
+
+
+_WINDOW_FIELDS = ("size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reversal")
 
 
 def parse_window(value: str) -> Window:
@@ -81,6 +101,8 @@ def parse_window(value: str) -> Window:
         if not sep:
             raise ValueError(f"window field '{item}' is not key=value")
         fields[key] = text
+        if key in _WINDOW_FIELDS:  # Window.from_fields reports unknown fields
+            _check_ints(text, f"window {key}")
     return Window.from_fields(fields)
 
 
@@ -98,20 +120,42 @@ def parse_slice(value: str) -> tuple[SliceDim, ...]:
     return tuple(dims)
 
 
+# The OpMetadata fields XLA's parser accepts (``ParseMetadata`` in hlo_parser.cc; older XLA
+# also printed ``preserve_layout``). XLA rejects any other name, and so do we.
+_METADATA_INT_FIELDS = ("source_line", "source_end_line", "source_column", "source_end_column",
+                        "stack_frame_id")
+_METADATA_FIELDS = ("op_type", "op_name", "source_file", *_METADATA_INT_FIELDS, "profile_type",
+                    "deduplicated_name", "preserve_layout", "scheduling_name")
+
+
 def parse_metadata(value: str) -> OpMetadata:
-    """``{op_name="a" source_line=3}``: quoted values stay strings, bare numbers become ints."""
+    """``{op_name="a" source_line=3}``: quoted values stay strings, bare numbers become ints.
+
+    Errors are raised at offsets into ``value``; the caller moves them into the module text.
+    """
     cursor = Cursor(value)
     cursor.expect("{")
     fields: dict[str, str | int] = {}
     while not cursor.accept("}"):
-        key = cursor.name("a metadata field name")
-        cursor.expect("=")
         cursor.skip_space()
+        key_pos = cursor.pos
+        key = cursor.name("a metadata field name")
+        if key not in _METADATA_FIELDS:
+            raise cursor.error(f"unknown metadata field '{key}' (known fields: {', '.join(_METADATA_FIELDS)})",
+                               key_pos)
+        if key in fields:
+            raise cursor.error(f"metadata field '{key}' is given twice", key_pos)
+        cursor.expect("=", f"after metadata field '{key}'")
+        cursor.skip_space()
+        value_pos = cursor.pos
         if cursor.peek('"') or cursor.peek("'"):
             fields[key] = cursor.string()
         else:
             raw = cursor.raw_value()
-            fields[key] = int(raw) if re.fullmatch(r"-?\d+", raw) else raw
+            fields[key] = int(raw) if _INT_TEXT_RE.fullmatch(raw) else raw
+        if key in _METADATA_INT_FIELDS and not isinstance(fields[key], int):
+            raise cursor.error(f"metadata field '{key}' must be an integer, not '{value[value_pos:cursor.pos]}'",
+                               value_pos)
         cursor.accept(",")
     return OpMetadata(fields)
 

@@ -19,6 +19,7 @@ Structural checks (do the shapes agree?) are the verifier's job, not the parser'
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from xla_teach.hlo.attribute_parser import (
@@ -40,6 +41,12 @@ __all__ = ["HloParseError", "parse_hlo", "parse_shape"]
 _TYPE_NAMES = {t.value for t in PrimitiveType if t.is_array_type}
 _KNOWN_ATTRIBUTES = {a.name for info in OPCODES.values() for a in info.attrs}
 _STACK_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+# Limits that turn absurd input into a parse error instead of a crash deeper down:
+# nested tuple shapes are parsed recursively (Python's stack is ~1000 frames), NumPy
+# arrays have at most 64 dimensions, and XLA counts elements in an int64.
+_MAX_TUPLE_DEPTH = 100
+_MAX_RANK = 64
+_MAX_INT64 = 2**63 - 1
 
 
 @dataclass
@@ -317,8 +324,10 @@ class _Parser:
                 raise ValueError(f"{instr.opcode} does not take this attribute")
             else:
                 instr.raw_attrs[key] = value
-        except HloParseError:
-            raise
+        except HloParseError as err:
+            # The sub-parsers read `value` on its own: move the error into the module text.
+            raise c.error(f"bad value for attribute '{key}' of {instr.opcode}: {err.reason}",
+                          value_pos + err.offset) from None
         except ValueError as err:
             raise c.error(f"bad value for attribute '{key}' of {instr.opcode}: {err}", value_pos) from None
 
@@ -357,16 +366,20 @@ class _Parser:
                 instr.attrs[key] = tuple(lookup(ref, offset) for ref in value)
 
     # ---- shapes ---------------------------------------------------------------------
-    def shape(self) -> Shape:
+    def shape(self, depth: int = 0) -> Shape:
+        """One shape; ``depth`` counts the tuple parentheses around it."""
         c = self.cursor
+        c.skip_space()
+        start = c.pos
         if c.accept("("):
+            if depth == _MAX_TUPLE_DEPTH:
+                raise c.error(f"tuple shape nested too deeply (more than {_MAX_TUPLE_DEPTH} levels)", start)
             elements: list[Shape] = []
             while not c.accept(")"):
                 if elements:
                     c.expect(",", "between tuple elements")
-                elements.append(self.shape())
+                elements.append(self.shape(depth + 1))
             return Shape.make_tuple(elements)
-        start = c.pos
         type_name = c.name("a shape")
         if type_name == "token":
             c.expect("[")
@@ -383,8 +396,16 @@ class _Parser:
             is_dynamic = c.accept("<=")
             if c.accept("?"):
                 raise c.error("unbounded dynamic dimensions ('?') are not supported")
+            if len(dims) == _MAX_RANK:
+                raise c.error(f"too many dimensions: at most {_MAX_RANK} are supported", start)
+            dim_pos = c.pos
             dims.append(c.integer("a dimension size"))
+            if dims[-1] > _MAX_INT64:
+                raise c.error(f"dimension size out of range: {dims[-1]} does not fit in int64", dim_pos)
             dynamic.append(is_dynamic)
+        if math.prod(dims) > _MAX_INT64:
+            text = f"{type_name}[{','.join(str(d) for d in dims)}]"
+            raise c.error(f"dimension sizes out of range: {text} has more than 2^63-1 elements", start)
         layout = None
         if self._at_layout():
             layout = self._layout(len(dims))
@@ -397,7 +418,7 @@ class _Parser:
         return shape
 
     def _at_layout(self) -> bool:
-        """A ``{`` starts a layout only if a digit, ``:`` or ``}`` follows (else it opens a body)."""
+        """A ``{`` starts a layout only if a digit, ``-``, ``:`` or ``}`` follows (else it opens a body)."""
         c = self.cursor
         if not c.peek("{"):
             return False
@@ -405,7 +426,7 @@ class _Parser:
         probe.pos = c.pos + 1
         probe.skip_space()
         nxt = c.text[probe.pos : probe.pos + 1]
-        return nxt.isdigit() or nxt in (":", "}")
+        return nxt.isdigit() or nxt in ("-", ":", "}")
 
     def _layout(self, rank: int) -> Layout:
         c = self.cursor
