@@ -26,6 +26,7 @@ import datetime
 import io
 import json
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,17 +99,77 @@ def _encode(value: Any, key: str, arrays: dict[str, np.ndarray]) -> Any:
     return entry
 
 
-def _decode(desc: Any, arrays: Any) -> Any:
-    if "tuple" in desc:
-        return tuple(_decode(d, arrays) for d in desc["tuple"])
+def _decode(desc: Any, arrays: Any, field: str) -> Any:
+    """The value ``desc`` (one entry of the JSON list ``field``) describes, read from ``arrays``."""
+    if isinstance(desc, dict) and isinstance(desc.get("tuple"), list):
+        return tuple(_decode(d, arrays, field) for d in desc["tuple"])
+    if not isinstance(desc, dict) or not isinstance(desc.get("key"), str):
+        raise SnapshotError(f"snapshot metadata is corrupt: '{field}' must be a list of objects with a 'key' "
+                            f"(or a 'tuple' list), got {desc!r}")
     key = desc["key"]
     if key not in arrays:
         raise SnapshotError(f"snapshot is missing the array '{key}'")
-    array = arrays[key]
+    try:
+        array = read_npz_array(arrays, key)
+    except ValueError as err:
+        raise SnapshotError(f"snapshot is corrupt: {err}") from None
     if desc.get("stored_as"):
-        element = desc["hlo_type"].split("[", 1)[0]
-        array = array.view(PrimitiveType.from_name(element).dtype)
+        try:
+            element = str(desc.get("hlo_type", "")).split("[", 1)[0]
+            array = array.view(PrimitiveType.from_name(element).dtype)
+        except ValueError as err:
+            raise SnapshotError(f"snapshot array '{key}' has a bad 'hlo_type': {err}") from None
     return array
+
+
+def read_npz_array(archive: Any, key: str) -> np.ndarray:
+    """``archive[key]`` of an open ``.npz``, or a ValueError saying why that entry is not a readable array.
+
+    ``np.load`` hands back raw bytes for an entry that is not a ``.npy`` file, and raises
+    assorted errors for a damaged one; both become one message naming the entry.
+    """
+    try:
+        array = archive[key]
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as err:
+        raise ValueError(f"entry '{key}' is not a readable .npy array ({err})") from None
+    if not isinstance(array, np.ndarray):
+        raise ValueError(f"entry '{key}' is not a .npy array")
+    return array
+
+
+def _text_entry(archive: Any, key: str) -> str:
+    """A UTF-8 text stored as ``uint8`` bytes (``hlo_module``, ``snapshot_meta``)."""
+    try:
+        return read_npz_array(archive, key).tobytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SnapshotError(f"'{key}' is not UTF-8 text (byte {err.start}); the snapshot is corrupt") from None
+    except ValueError as err:
+        raise SnapshotError(str(err)) from None
+
+
+def _read_header(archive: Any) -> dict[str, Any]:
+    """The JSON of ``snapshot_meta``, checked field by field (a SnapshotError names the bad one)."""
+    corrupt = "snapshot metadata is corrupt: "
+    try:
+        header = json.loads(_text_entry(archive, "snapshot_meta"))
+    except json.JSONDecodeError as err:
+        raise SnapshotError(f"{corrupt}not valid JSON ({err})") from None
+    if not isinstance(header, dict):
+        raise SnapshotError(f"{corrupt}expected a JSON object, got {type(header).__name__}")
+    if header.get("format") != FORMAT_NAME:
+        raise SnapshotError(f"unknown snapshot format {header.get('format')!r}")
+    version = header.get("version", 0)
+    if not isinstance(version, int):
+        raise SnapshotError(f"{corrupt}'version' must be an integer, got {version!r}")
+    if version > FORMAT_VERSION:
+        raise SnapshotError(f"snapshot version {version} is newer than this xla_teach understands ({FORMAT_VERSION})")
+    if not isinstance(header.get("arguments"), list):
+        raise SnapshotError(f"{corrupt}'arguments' must be a list of objects with a 'key'")
+    if header.get("outputs") is not None and not isinstance(header["outputs"], list):
+        raise SnapshotError(f"{corrupt}'outputs' must be null or a list of objects with a 'key'")
+    if not isinstance(header.get("metadata", {}), dict):
+        raise SnapshotError(f"{corrupt}'metadata' must be an object")
+    return header
 
 
 def _bytes_array(text: str) -> np.ndarray:
@@ -164,18 +225,19 @@ def load_snapshot(path: str | Path) -> HloSnapshot:
                             "use the HLO text dump (module_XXXX.*.txt) with --use_fake_data instead")
     if not zipfile.is_zipfile(path):
         raise SnapshotError(f"{path}: not an xla_teach snapshot (expected a .npz file from save_snapshot)")
-    with np.load(path, allow_pickle=False) as archive:
-        if "hlo_module" not in archive or "snapshot_meta" not in archive:
-            raise SnapshotError(f"{path}: a .npz file but not an xla_teach snapshot (no hlo_module/snapshot_meta)")
-        text = archive["hlo_module"].tobytes().decode("utf-8")
-        header = json.loads(archive["snapshot_meta"].tobytes().decode("utf-8"))
-        if header.get("format") != FORMAT_NAME:
-            raise SnapshotError(f"{path}: unknown snapshot format {header.get('format')!r}")
-        if header.get("version", 0) > FORMAT_VERSION:
-            raise SnapshotError(f"{path}: snapshot version {header['version']} is newer than this xla_teach "
-                                f"understands ({FORMAT_VERSION})")
-        arguments = [_decode(d, archive) for d in header["arguments"]]
-        outputs = None if header["outputs"] is None else [_decode(d, archive) for d in header["outputs"]]
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if "hlo_module" not in archive or "snapshot_meta" not in archive:
+                raise SnapshotError("a .npz file but not an xla_teach snapshot (no hlo_module/snapshot_meta)")
+            text = _text_entry(archive, "hlo_module")
+            header = _read_header(archive)
+            arguments = [_decode(d, archive, "arguments") for d in header["arguments"]]
+            outputs = None if header.get("outputs") is None else [_decode(d, archive, "outputs")
+                                                                  for d in header["outputs"]]
+    except SnapshotError as err:
+        raise SnapshotError(f"{path}: {err}") from None
+    except (OSError, zipfile.BadZipFile) as err:
+        raise SnapshotError(f"{path}: a damaged .npz file ({err})") from None
     metadata = dict(header.get("metadata", {}))
     metadata.setdefault("created", header.get("created", ""))
     return HloSnapshot(text, arguments, outputs, str(header.get("backend", "")), metadata)

@@ -15,13 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPassPipeline
+
+if TYPE_CHECKING:
+    from xla_teach.hlo.lexer import HloParseError
 
 PLATFORMS = ("cpu", "gpu", "interpreter")
 _ALIASES = {"host": "cpu", "cuda": "gpu", "nvptx": "gpu", "interpreter": "interpreter", "reference": "interpreter",
@@ -71,7 +74,10 @@ def load_hlo_input(path: str | Path, input_format: str = "auto") -> HloInput:
         raise ToolError(f"{path} is a directory; give one HLO text file or snapshot")
     if input_format == "snapshot" or (input_format == "auto" and is_snapshot_file(path)):
         snap = load_snapshot(path)
-        return HloInput(snap.module(), str(path), snap.arguments, snap.outputs, snap.backend)
+        try:
+            return HloInput(parse_hlo(snap.module_text), str(path), snap.arguments, snap.outputs, snap.backend)
+        except HloParseError as err:
+            raise ToolError(_parse_error_text(f"{path} (hlo_module)", err)) from None
     if path.suffix in (".pb", ".pbtxt"):
         raise ToolError(f"{path}: HloProto files are not supported; use the text dump (.txt) of the same module")
     try:
@@ -81,33 +87,74 @@ def load_hlo_input(path: str | Path, input_format: str = "auto") -> HloInput:
     try:
         return HloInput(parse_hlo(text), str(path))
     except HloParseError as err:
-        caret = " " * (err.column - 1) + "^"
-        raise ToolError(f"{path}:{err.line}:{err.column}: {err.reason}\n    {err.source_line}\n    {caret}") from None
+        raise ToolError(_parse_error_text(str(path), err)) from None
+
+
+def _parse_error_text(where: str, err: HloParseError) -> str:
+    """``where:line:col: reason`` and the offending line with a caret under the column."""
+    caret = " " * (err.column - 1) + "^"
+    return f"{where}:{err.line}:{err.column}: {err.reason}\n    {err.source_line}\n    {caret}"
 
 
 def load_literals(path: str | Path, module: HloModule) -> list[Any]:
     """Arguments from a ``.npz`` with keys ``arg0..argN-1`` (``--input_literals_file``).
 
     This is the layout of ``inputs.npz`` in the samples of real XLA runs; ``uint16`` arrays
-    for ``bf16`` parameters are taken as bit patterns (how NumPy files hold bf16).
+    for ``bf16`` parameters are taken as bit patterns (how NumPy files hold bf16). Anything
+    else (a single ``.npy``, a text file, a damaged entry, missing or extra keys) is a
+    :class:`ToolError` naming the file and the problem.
     """
+    import zipfile
+
+    from xla_teach.tools.snapshot import read_npz_array
+
     path = Path(path)
     if not path.is_file():
         raise ToolError(f"{path}: no such file")
     params = module.entry.parameter_instructions
-    with np.load(path, allow_pickle=False) as data:
-        missing = [f"arg{i}" for i in range(len(params)) if f"arg{i}" not in data]
-        if missing:
-            raise ToolError(f"{path}: missing {', '.join(missing)} (module {module.name} has {len(params)} "
-                            f"parameters; keys found: {', '.join(sorted(data.keys()))})")
-        args = []
-        for i, param in enumerate(params):
-            array = data[f"arg{i}"]
-            if not param.shape.is_tuple and param.shape.dtype != array.dtype \
-                    and param.shape.dtype.itemsize == array.dtype.itemsize and array.dtype.kind == "u":
-                array = array.view(param.shape.dtype)
-            args.append(array)
+    expected = [f"arg{i}" for i in range(len(params))]
+    layout = f"a .npz archive of arrays {_key_range(expected)}"
+    if not zipfile.is_zipfile(path):
+        raise ToolError(f"{path}: not {layout} ({_what_file_is(path)})")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            found = list(data.keys())
+            missing = [key for key in expected if key not in found]
+            extra = [key for key in found if key not in expected]
+            if missing or extra:
+                problems = ([f"missing {', '.join(missing)}"] if missing else []) + \
+                           ([f"unexpected {', '.join(extra)}"] if extra else [])
+                raise ToolError(f"{path}: {'; '.join(problems)} (module {module.name} has {len(params)} "
+                                f"parameters; keys found: {', '.join(sorted(found)) or 'none'})")
+            args = []
+            for key, param in zip(expected, params, strict=True):
+                try:
+                    array = read_npz_array(data, key)
+                except ValueError as err:
+                    raise ToolError(f"{path}: not {layout} ({err})") from None
+                if not param.shape.is_tuple and param.shape.dtype != array.dtype \
+                        and param.shape.dtype.itemsize == array.dtype.itemsize and array.dtype.kind == "u":
+                    array = array.view(param.shape.dtype)
+                args.append(array)
+    except (OSError, zipfile.BadZipFile) as err:
+        raise ToolError(f"{path}: not {layout} (a damaged zip file: {err})") from None
     return args
+
+
+def _key_range(keys: list[str]) -> str:
+    """``arg0..arg2`` (or the one key, or ``(none)`` for a module without parameters)."""
+    if len(keys) > 1:
+        return f"{keys[0]}..{keys[-1]}"
+    return keys[0] if keys else "(none: the module has no parameters)"
+
+
+def _what_file_is(path: Path) -> str:
+    """A guess at what a file that is not a zip archive holds, for error messages."""
+    with path.open("rb") as file:
+        head = file.read(6)
+    if head == b"\x93NUMPY":
+        return "it is a single .npy array; save the arrays with np.savez instead of np.save"
+    return "it is not a zip file"
 
 
 def arguments_for(loaded: HloInput, use_fake_data: bool, input_literals_file: str = "", seed: int = 0) -> list[Any]:
