@@ -146,6 +146,15 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert err.startswith("xla-teach aot: error: cannot compile counting ahead of time") and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("name", ["int", "while", "3d", "a-b"])
+def test_the_entry_point_must_be_a_usable_c_name(tmp_path: Path, name: str) -> None:
+    """``int`` used to be accepted, and the generated header then failed to compile."""
+    hlo = tmp_path / "n.hlo"
+    hlo.write_text("HloModule n\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT r = f32[2] negate(p)\n}\n")
+    with pytest.raises(AotError, match="is not a C identifier"):
+        compile_aot(hlo, tmp_path / "out", entry_point=name)
+
+
 def test_a_function_needs_example_args(tmp_path: Path) -> None:
     with pytest.raises(AotError, match="needs example_args"):
         compile_aot(lambda x: x, tmp_path)

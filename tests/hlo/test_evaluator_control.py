@@ -345,3 +345,16 @@ ENTRY e {
     assert evaluator.stats["elementwise calls (general path)"] == 1
     with pytest.raises(ValueError, match="expected a tuple"):
         evaluator.evaluate_computation(module.entry, [np.zeros(3, np.float32)])
+
+
+def test_collectives_that_need_several_replicas_say_so() -> None:
+    """An all-gather that grows its operand is valid HLO from a multi-device program; one replica
+    cannot run it, and the interpreter says that (as the CPU does), not "internal error"."""
+    text = """HloModule m
+ENTRY e {
+  p = f32[2] parameter(0)
+  ROOT r = f32[4] all-gather(p), dimensions={0}
+}
+"""
+    with pytest.raises(EvaluationError, match=r"all-gather of f32\[2\] into f32\[4\] needs several replicas"):
+        run_hlo(text, np.ones(2, np.float32))

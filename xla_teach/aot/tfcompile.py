@@ -60,6 +60,12 @@ class AotError(ValueError):
     """The module cannot be compiled ahead of time (the message says which op and why)."""
 
 
+# Reserved words of C (C11 and C23), which cannot name the entry point function.
+C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if
+inline int long register restrict return short signed sizeof static struct switch typedef union unsigned void
+volatile while bool true false nullptr alignas alignof constexpr static_assert thread_local typeof typeof_unqual
+_Alignas _Alignof _Atomic _Bool _Complex _Generic _Imaginary _Noreturn _Static_assert _Thread_local""".split())
+
 @dataclass
 class AotResult:
     entry_point: str
@@ -209,8 +215,9 @@ def compile_aot(source: HloModule | str | Path | Callable[..., Any], out_dir: st
     module = load_module(source, example_args)
     _check_signature(module)
     entry = entry_point or re.sub(r"\W", "_", module.name)
-    if not re.fullmatch(r"[A-Za-z_]\w*", entry):
-        raise AotError(f"entry point {entry!r} is not a C identifier")
+    if not re.fullmatch(r"[A-Za-z_]\w*", entry) or entry in C_KEYWORDS:
+        raise AotError(f"entry point {entry!r} is not a C identifier" + (" (it is a C keyword)" if entry in
+                                                                          C_KEYWORDS else ""))
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise AotError(f"--out_dir={out} is a file, not a folder")

@@ -196,12 +196,11 @@ class ElementalEmitter:
 
     def _gen_all_gather(self, instr: HloInstruction) -> Generator:
         """One replica: gathering the operands of a group that holds only this one is the operand."""
-        operand = instr.operand(0).shape
-        if instr.shape.dimensions != operand.dimensions:
-            raise NotImplementedError(
-                f"{instr.name}: all-gather of {operand.to_text(print_layout=False)} into "
-                f"{instr.shape.to_text(print_layout=False)} needs several replicas; xla_teach runs one, "
-                "so the result must have the operand's shape")
+        from xla_teach.hlo.evaluator.control import single_replica_problem
+
+        problem = single_replica_problem(instr)
+        if problem:
+            raise NotImplementedError(problem)
         return lambda index: self._operand_at(instr, 0, index)
 
     def _gen_collective_permute(self, instr: HloInstruction) -> Generator:

@@ -139,9 +139,24 @@ def _coerce(value: object, shape: Shape, what: str) -> Value:
 
 
 # ---- collectives on one device --------------------------------------------------------
+def single_replica_problem(instr: HloInstruction) -> str | None:
+    """Why a collective cannot run on one replica: a result shaped unlike its operands (an
+    ``all-gather`` that grows, a ``reduce-scatter`` that shrinks) needs several. None if it can."""
+    shapes = [instr.shape] if not instr.shape.is_tuple else list(instr.shape.tuple_shapes)
+    for operand, result in zip(instr.operands, shapes, strict=False):
+        if result.dimensions != operand.shape.dimensions:
+            return (f"{instr.name}: {instr.opcode} of {operand.shape.to_text(print_layout=False)} into "
+                    f"{result.to_text(print_layout=False)} needs several replicas; xla_teach runs one, "
+                    "so the result must have the operand's shape")
+    return None
+
+
 @register("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
 def handle_single_replica_collective(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) -> Value:
     """With one member per group, every one of these returns its operand(s) unchanged."""
+    problem = single_replica_problem(instr)
+    if problem:
+        raise NotImplementedError(problem)
     return operands[0] if len(operands) == 1 else tuple(operands)
 
 
