@@ -66,36 +66,40 @@ ENTRY main {
 """
 
 
-def test_golden_predicate_form_in_a_reducer() -> None:
+def test_golden_branch_index_form_in_a_mapped_function() -> None:
+    """(The predicate form's golden text is the pass docstring's example, checked by
+    tests/passes/test_pass_docstrings.py.)"""
     check_pass(ConditionalToSelect(), """
 HloModule m
+neg { p = f32[] parameter(0)  ROOT n = f32[] negate(p) }
 keep { ROOT v = f32[] parameter(0) }
-bigger {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  gt = pred[] compare(a, b), direction=GT
-  ROOT c = f32[] conditional(gt, a, b), true_computation=keep, false_computation=keep
+pick {
+  x = f32[] parameter(0)
+  i = s32[] parameter(1)
+  ROOT c = f32[] conditional(i, x, x), branch_computations={neg, keep}
 }
 ENTRY main {
-  x = f32[8,16] parameter(0)
-  init = f32[] constant(-inf)
-  ROOT r = f32[8] reduce(x, init), dimensions={1}, to_apply=bigger
+  x = f32[5] parameter(0)
+  i = s32[5] parameter(1)
+  ROOT m = f32[5] map(x, i), dimensions={0}, to_apply=pick
 }
 """, """
 HloModule m
+neg { p = f32[] parameter(0)  ROOT n = f32[] negate(p) }
 keep { ROOT v = f32[] parameter(0) }
-bigger {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  gt = pred[] compare(a, b), direction=GT
-  call = f32[] call(a), to_apply=keep
-  call.1 = f32[] call(b), to_apply=keep
-  ROOT c = f32[] select(gt, call, call.1)
+pick {
+  i = s32[] parameter(1)
+  constant = s32[] constant(0)
+  compare = pred[] compare(i, constant), direction=EQ
+  x = f32[] parameter(0)
+  call = f32[] call(x), to_apply=neg
+  call.1 = f32[] call(x), to_apply=keep
+  ROOT c = f32[] select(compare, call, call.1)
 }
 ENTRY main {
-  x = f32[8,16] parameter(0)
-  init = f32[] constant(-inf)
-  ROOT r = f32[8] reduce(x, init), dimensions={1}, to_apply=bigger
+  x = f32[5] parameter(0)
+  i = s32[5] parameter(1)
+  ROOT m = f32[5] map(x, i), dimensions={0}, to_apply=pick
 }
 """)
 
