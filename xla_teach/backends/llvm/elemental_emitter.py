@@ -428,7 +428,7 @@ def delinearize_physical(b: ir.IRBuilder, linear: ir.Value, shape: Shape) -> IrI
 
 def constant_array(module: ir.Module, instr: HloInstruction) -> IrArray:
     """An HLO array constant as a private global in the LLVM module."""
-    from xla_teach.backends.llvm.ir_types import storage_type
+    from xla_teach.backends.llvm.ir_types import constant_global_array, storage_type
 
     name = f"constant.{instr.name}"
     if name in module.globals:
@@ -441,13 +441,7 @@ def constant_array(module: ir.Module, instr: HloInstruction) -> IrArray:
         items = [ir.Constant(storage, float(v)) for v in raw]
     else:
         items = [ir.Constant(storage, int(v) & ((1 << storage.width) - 1)) for v in raw]
-    array_type = ir.ArrayType(storage, len(items))
-    var = ir.GlobalVariable(module, array_type, name)
-    var.global_constant = True
-    var.linkage = "private"
-    var.initializer = ir.Constant(array_type, items)
-    var.align = 64
-    return IrArray(var, instr.shape, instr.name)
+    return IrArray(constant_global_array(module, name, storage, items, align=64), instr.shape, instr.name)
 
 
 def _source_target_pairs(instr: HloInstruction) -> set[tuple[int, int]]:

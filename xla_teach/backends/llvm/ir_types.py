@@ -153,3 +153,18 @@ def round_to_type(b: ir.IRBuilder, value: ir.Value, ptype: PrimitiveType) -> ir.
     if ptype in (PrimitiveType.F16, PrimitiveType.BF16):
         return from_storage(b, to_storage(b, value, ptype), ptype)
     return value
+
+
+def constant_global_array(module: ir.Module, name: str, element: ir.Type, items: list[ir.Constant],
+                          align: int = 16) -> ir.GlobalVariable:
+    """A private, read-only array ``name`` in ``module`` (the existing one if already there):
+    HLO constants, and tables the math library indexes."""
+    if name in module.globals:
+        return module.globals[name]
+    array_type = ir.ArrayType(element, len(items))
+    var = ir.GlobalVariable(module, array_type, name)
+    var.global_constant = True
+    var.linkage = "private"
+    var.initializer = ir.Constant(array_type, items)
+    var.align = align
+    return var

@@ -53,6 +53,7 @@ from functools import cache
 
 from llvmlite import ir
 
+from xla_teach.backends.llvm.ir_types import constant_global_array
 from xla_teach.backends.llvm.math.common import F32_FORMAT, F64_FORMAT, FloatFormat, FloatOps
 
 I32 = ir.IntType(32)
@@ -125,17 +126,8 @@ def _load_row(b: ir.IRBuilder, table: ReductionTable, biased: ir.Value) -> list[
     """The table row for an (i64) biased exponent, clamped below to row 0."""
     row = b.sub(biased, ir.Constant(I64, table.first_exponent))
     row = b.select(b.icmp_signed("<", row, ir.Constant(I64, 0)), ir.Constant(I64, 0), row)
-    module = b.module
-    if table.name in module.globals:
-        base = module.globals[table.name]
-    else:
-        flat = [ir.Constant(I64, word) for words in table.rows for word in words]
-        array_type = ir.ArrayType(I64, len(flat))
-        base = ir.GlobalVariable(module, array_type, table.name)
-        base.global_constant = True
-        base.linkage = "private"
-        base.initializer = ir.Constant(array_type, flat)
-        base.align = 16
+    base = b.module.globals.get(table.name) or constant_global_array(
+        b.module, table.name, I64, [ir.Constant(I64, w) for row in table.rows for w in row])
     start = b.mul(row, ir.Constant(I64, 3))
     return [b.load(b.gep(base, [ir.Constant(I64, 0), b.add(start, ir.Constant(I64, k))], inbounds=True), typ=I64)
             for k in range(3)]
