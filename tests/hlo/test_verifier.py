@@ -190,6 +190,19 @@ ENTRY main {
     assert "index=2 is out of range for the 2-element tuple (f32[], f32[])" in found[2]
 
 
+def test_operand_precision_values_and_count() -> None:
+    module = parse_hlo("""
+HloModule m
+ENTRY main {
+  a = f32[2,2] parameter(0)
+  d = f32[2,2] dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={bogus,default}
+  ROOT e = f32[2,2] dot(a, d), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={highest}
+}""")
+    found = problems_of(module)
+    assert "unknown operand_precision bogus (known: default, high, highest, packed_nibble)" in found[0]
+    assert "operand_precision has 1 entries for 2 operands" in found[1]
+
+
 # ---------------------------------------------------------------------------------------
 # Instructions: arity and attributes
 # ---------------------------------------------------------------------------------------

@@ -307,6 +307,9 @@ _ATTR_TYPE_CHECKS = {
 }
 
 
+# XLA's PrecisionConfig values, as its printer writes them (operand_precision={default,highest}).
+PRECISIONS = ("default", "high", "highest", "packed_nibble")
+
 def _attribute_problems(instr: HloInstruction) -> list[str]:
     problems: list[str] = []
     specs = {spec.name: spec for spec in instr.info.attrs}
@@ -327,6 +330,13 @@ def _attribute_problems(instr: HloInstruction) -> list[str]:
         problems.append("a parameter needs an int 'parameter_number'")
     if instr.opcode == "constant" and not isinstance(instr.attrs.get("literal"), np.ndarray | tuple):
         problems.append("a constant needs a 'literal' (a NumPy array, or a tuple of them for a tuple shape)")
+    precision = instr.attrs.get("operand_precision")
+    if precision:
+        if len(precision) != instr.operand_count:
+            problems.append(f"operand_precision has {len(precision)} entries for {instr.operand_count} operands")
+        bad = [p for p in precision if str(p).lower() not in PRECISIONS]
+        if bad:
+            problems.append(f"unknown operand_precision {', '.join(map(str, bad))} (known: {', '.join(PRECISIONS)})")
     return problems
 
 
