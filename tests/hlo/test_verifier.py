@@ -203,6 +203,24 @@ ENTRY main {
     assert "operand_precision has 1 entries for 2 operands" in found[1]
 
 
+@pytest.mark.parametrize("attribute,good,bad", [
+    ("replica_groups", ["{}", "{{0,1},{2,3}}", "[2,2]<=[4]", "[2,2]<=[2,2]T(1,0)"], "xyz"),
+    ("source_target_pairs", ["{{0,0}}", "{{0,1},{1,0}}"], "abc"),
+])
+def test_replica_groups_and_pairs_must_read_as_groups(attribute: str, good: list[str], bad: str) -> None:
+    add = "add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }"
+    op = "all-reduce(p), to_apply=add" if attribute == "replica_groups" else "collective-permute(p)"
+
+    def module(value: str) -> HloModule:
+        return parse_hlo(f"HloModule m\n{add}\nENTRY e {{\n  p = f32[2] parameter(0)\n"
+                         f"  ROOT r = f32[2] {op}, {attribute}={value}\n}}")
+
+    for value in good:
+        verify_module(module(value))
+    (problem,) = problems_of(module(bad))
+    assert f"{attribute}={bad} is not a list of groups like" in problem
+
+
 # ---------------------------------------------------------------------------------------
 # Instructions: arity and attributes
 # ---------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ reports the first few, the first one found first::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import numpy as np
@@ -307,6 +308,15 @@ _ATTR_TYPE_CHECKS = {
 }
 
 
+# replica_groups={{0,1},{2,3}} (or XLA's iota form [2,2]<=[4], [2,2]<=[2,2]T(1,0)) and
+# source_target_pairs={{0,1},{1,0}}: kept verbatim, but they must at least read as groups.
+_INTS = r"\d+(,\d+)*"
+_GROUP_SYNTAX = (
+    ("replica_groups", re.compile(r"\{(\{(" + _INTS + r")?\}(,\{(" + _INTS + r")?\})*)?\}|\[" + _INTS + r"\]<=\["
+                                  + _INTS + r"\](T\(" + _INTS + r"\))?"), "{{0,1},{2,3}}"),
+    ("source_target_pairs", re.compile(r"\{(\{\d+,\d+\}(,\{\d+,\d+\})*)?\}"), "{{0,1},{1,0}}"),
+)
+
 # XLA's PrecisionConfig values, as its printer writes them (operand_precision={default,highest}).
 PRECISIONS = ("default", "high", "highest", "packed_nibble")
 
@@ -330,6 +340,10 @@ def _attribute_problems(instr: HloInstruction) -> list[str]:
         problems.append("a parameter needs an int 'parameter_number'")
     if instr.opcode == "constant" and not isinstance(instr.attrs.get("literal"), np.ndarray | tuple):
         problems.append("a constant needs a 'literal' (a NumPy array, or a tuple of them for a tuple shape)")
+    for key, pattern, example in _GROUP_SYNTAX:
+        value = instr.attrs.get(key)
+        if isinstance(value, str) and not pattern.fullmatch(value.replace(" ", "")):
+            problems.append(f"{key}={value} is not a list of groups like {example}")
     precision = instr.attrs.get("operand_precision")
     if precision:
         if len(precision) != instr.operand_count:
