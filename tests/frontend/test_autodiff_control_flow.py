@@ -128,3 +128,19 @@ def test_loop_independent_of_the_input_needs_no_stored_carries():
     # and a while_loop the gradient does not reach is fine
     ok2 = lambda x: xnp.sum(x) * xnp.while_loop(lambda v: v < 5.0, lambda v: v + 2.0, 0.0)  # noqa: E731
     np.testing.assert_allclose(xla_teach.grad(ok2)(X), np.full_like(X, 6.0))
+
+
+def test_loops_that_run_zero_times() -> None:
+    """Regression: the never-run body was still lowered with a one-element slice of an empty
+    buffer, which shape inference rejected (``dynamic-slice ... not within [0, 0]``)."""
+    x = np.array([1.5, -2.0], np.float32)
+    grad = xla_teach.grad(lambda a: xnp.sum(xnp.fori_loop(0, 0, lambda i, c: c * 2.0, a)))(x)
+    np.testing.assert_array_equal(grad, [1.0, 1.0])  # the identity
+    for run in (lambda f, *a: f(*a), lambda f, *a: xla_teach.jit(f)(*a)):
+        carry, ys = run(lambda c0, xs: xnp.scan(lambda c, e: (c + e, e * 2), c0, xs), np.full(2, 3, np.float32),
+                        np.zeros((0, 2), np.float32))
+        np.testing.assert_array_equal(carry, [3.0, 3.0])
+        assert ys.shape == (0, 2) and ys.dtype == np.float32
+    g_carry, g_xs = xla_teach.grad(lambda c0, xs: xnp.scan(lambda c, e: (c * e, e), c0, xs)[0], argnums=(0, 1))(
+        np.float32(2), np.zeros((0,), np.float32))
+    assert float(g_carry) == 1.0 and g_xs.shape == (0,)

@@ -68,6 +68,10 @@ def scan_loop(step: ScanStep, init: Sequence[Any], xs: Sequence[Any], length: in
     index_aval = ShapedArray((), np.dtype(np.int32), False)
     closed = trace_closed(body, [index_aval, *carry_avals, *x_avals], "body")
     y_avals = closed.out_avals[n_c:]
+    if length == 0:  # the body never runs: the carry comes out as it went in, every ys is empty
+        from xla_teach.frontend.numpy_api import zeros
+
+        return init_t, [zeros((0, *a.shape), a.dtype) for a in y_avals]
     consts = list(closed.captured)
     store = is_recorded([*init_t, *xs_t, *consts])
     layout = _ScanLayout(length, reverse, carry_avals, y_avals, x_avals, store)
