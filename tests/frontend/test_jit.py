@@ -211,3 +211,12 @@ def test_jitted_modules_and_gradients_are_dumped(tmp_path):
     names = sorted(p.name for p in tmp_path.iterdir())
     assert any("jit_model_fn" in n and "before_optimizations" in n for n in names), names
     assert any("jit_grad_lambda" in n for n in names), names
+
+
+def test_a_compiled_executable_only_takes_the_arguments_it_was_compiled_for() -> None:
+    """As JAX's ``Compiled``: other shapes are an error, not a silent retrace."""
+    f = xla_teach.jit(lambda a: a * 2)
+    compiled = f.lower(np.ones(3, np.float32)).compile()
+    np.testing.assert_array_equal(compiled(np.arange(3, dtype=np.float32)), [0.0, 2.0, 4.0])
+    with pytest.raises(TypeError, match=r"compiled for arguments \(f32\[3\]\) and is called with \(f32\[4\]\)"):
+        compiled(np.ones(4, np.float32))

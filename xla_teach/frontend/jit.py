@@ -312,8 +312,20 @@ class JitFunction:
         module, _ = self.trace(leaves, in_tree, dyn_index, avals)
 
         def compile_fn() -> Compiled:
-            entry, _, _, _ = self._lookup(args, kwargs)
-            return Compiled(entry.executable, self)
+            entry, _, _, compiled_avals = self._lookup(args, kwargs)
+            compiled_key = self._key(in_tree, statics, avals)
+
+            def call(*new_args: Any, **new_kwargs: Any) -> Any:
+                """Only arguments like the ones it was compiled for, as JAX's ``Compiled``."""
+                new_leaves, new_tree, new_statics, new_avals, new_index = self._split(new_args, new_kwargs)
+                if self._key(new_tree, new_statics, new_avals) != compiled_key:
+                    raise TypeError(f"{self.name}: this executable was compiled for arguments "
+                                    f"({', '.join(map(str, compiled_avals))}) and is called with "
+                                    f"({', '.join(map(str, new_avals))}) or other static arguments/structure; "
+                                    f"call the jitted function itself to compile for new arguments")
+                return self._execute(entry, new_leaves, new_index, new_avals)
+
+            return Compiled(entry.executable, call)
 
         return Lowered(module, self.backend, compile_fn)
 
