@@ -54,7 +54,21 @@ def _is_array_index(v: Any) -> bool:
     """An integer-array index (a gather); scalars -- Python, NumPy or traced -- are not."""
     if isinstance(v, Tracer):
         return v.ndim > 0
-    return isinstance(v, (np.ndarray, list)) or (isinstance(v, np.generic) and not _is_int_scalar(v))
+    return isinstance(v, (np.ndarray, list))
+
+
+_VALID_INDICES = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
+                  "boolean arrays are valid indices")
+
+
+def _check_index_item(item: Any) -> Any:
+    """``item`` if NumPy would accept it as one entry of an index (objects with
+    ``__index__`` become ints), else an IndexError as NumPy raises."""
+    if item is None or item is Ellipsis or isinstance(item, (slice, Tracer, np.ndarray)) or _is_int_scalar(item):
+        return item
+    if isinstance(item, np.generic) or not hasattr(type(item), "__index__"):
+        raise IndexError(f"{_VALID_INDICES}; got {type(item).__name__} {item!r}")
+    return int(item.__index__())
 
 
 def _expand(index: Any, ndim: int) -> list[Any]:
@@ -65,7 +79,9 @@ def _expand(index: Any, ndim: int) -> list[Any]:
     entries: list[Any] = []
     for item in index:
         if isinstance(item, list):
-            item = np.asarray(item)
+            item = np.asarray(item) if item else np.zeros(0, np.int32)  # NumPy: [] is an empty integer index
+        if not isinstance(item, (bool, np.bool_)):
+            item = _check_index_item(item)
         if isinstance(item, Tracer) and item.dtype == np.bool_:
             raise data_dependent_shape_error(
                 "boolean mask indexing x[mask]", "keep the shape with xnp.where(mask, x, 0) (then e.g. "

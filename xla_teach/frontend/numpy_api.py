@@ -220,8 +220,17 @@ def add(x: ArrayLike, y: ArrayLike) -> Tracer:
     return _nary("add", x, y)
 
 
+def _reject_bool(name: str, op: str, alternative: str, *ts: Tracer) -> None:
+    """NumPy refuses ``-`` on booleans (it would not be a logical operation); so do we."""
+    if any(t.dtype == np.bool_ for t in ts):
+        raise TypeError(f"xnp.{name}: boolean {name}, the `{op}` operator, is not supported (as in NumPy); "
+                        f"use {alternative} instead")
+
+
 @api
 def subtract(x: ArrayLike, y: ArrayLike) -> Tracer:
+    x, y = promote(x, y)
+    _reject_bool("subtract", "-", "the bitwise_xor, the `^` operator, or the logical_xor function", x, y)
     return _nary("sub", x, y)
 
 
@@ -300,7 +309,13 @@ def arctan2(y: ArrayLike, x: ArrayLike) -> Tracer:
     return _nary("atan2", y, x)
 
 
-negative = api(_unary_same("neg"))
+@api
+def negative(x: ArrayLike) -> Tracer:
+    t = lift(x)
+    _reject_bool("negative", "-", "the `~` operator or the logical_not function", t)
+    return _unary_same("neg")(t)
+
+
 sign = api(_unary_same("sign"))
 exp = api(_unary_float("exp"))
 log = api(_unary_float("log"))
@@ -312,8 +327,8 @@ cbrt = api(_unary_float("cbrt"))
 sin = api(_unary_float("sin"))
 cos = api(_unary_float("cos"))
 tan = api(_unary_float("tan"))
-for _f in (negative, sign, exp, log, log1p, expm1, tanh, sqrt, cbrt, sin, cos, tan):
-    _f.__name__ = _f.__qualname__ = _f.__wrapped_api__.__name__ = {"neg": "negative"}.get(_f.__name__, _f.__name__)
+for _f in (sign, exp, log, log1p, expm1, tanh, sqrt, cbrt, sin, cos, tan):
+    _f.__name__ = _f.__qualname__ = _f.__wrapped_api__.__name__ = _f.__name__
 
 
 @api
@@ -384,16 +399,32 @@ def log10(x: ArrayLike) -> Tracer:
     return true_divide(log(x), math.log(10.0))
 
 
+def _half_exp(a: Tracer) -> Tracer:
+    """``exp(a) / 2`` for ``a >= 0`` without overflowing early: ``(exp(a/2) / 2) * exp(a/2)``
+    stays finite wherever the result fits (``exp(a)`` alone overflows first)."""
+    e = exp(multiply(a, 0.5))
+    return multiply(multiply(e, 0.5), e)
+
+
 @api
 def sinh(x: ArrayLike) -> Tracer:
+    """``(e^x - e^-x) / 2``: for ``|x| < 1`` as ``(E + E/(E+1)) / 2`` with ``E = expm1(x)``
+    (no cancellation, so tiny ``x`` keeps its relative accuracy), else ``e^|x|/2 - e^-|x|/2``
+    computed by :func:`_half_exp` so it only overflows where the result does."""
     t = _to_inexact(x)
-    return multiply(subtract(exp(t), exp(negative(t))), 0.5)
+    e = expm1(clip(t, -1.0, 1.0))  # clipped: the unused branch stays finite (and so do its gradients)
+    small = multiply(add(e, true_divide(e, add(e, 1.0))), 0.5)
+    half = _half_exp(absolute(t))
+    large = subtract(half, true_divide(0.25, half))
+    large = where(less(t, 0), negative(large), large)
+    return where(less(absolute(t), 1.0), small, large)
 
 
 @api
 def cosh(x: ArrayLike) -> Tracer:
-    t = _to_inexact(x)
-    return multiply(add(exp(t), exp(negative(t))), 0.5)
+    """``(e^x + e^-x) / 2 = e^|x|/2 + 1/(4 * (e^|x|/2))``, finite wherever the result fits."""
+    half = _half_exp(absolute(_to_inexact(x)))
+    return add(half, true_divide(0.25, half))
 
 
 @api
@@ -576,9 +607,11 @@ def nonzero(x: ArrayLike, *, size: int | None = None, fill_value: int = 0) -> An
     mask = ravel(not_equal(t, 0))
     count = sum_(astype(mask, np.int32))
     position = subtract(cumsum(astype(mask, np.int32)), 1)
-    target = where(mask, position, size)  # out of range: the scatter drops it
+    # Zeros and the nonzeros past the first ``size`` all go to an extra slot ``size``, sliced
+    # off below (``.at[]`` clamps out-of-range indices, so they could not just be dropped).
+    target = where(mask, minimum(position, size), size)
     flat = bind(P.iota_p, dtype=np.int32, shape=(t.size,), dimension=0)
-    out = full((size,), 0, np.int32).at[target].set(flat)
+    out = full((size + 1,), 0, np.int32).at[target].set(flat)[:size]
     padding = greater_equal(arange(size), count)
     coords = []
     for dim in reversed(t.shape):
@@ -687,6 +720,8 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Tr
     start, stop, step = (_static_number(v, "arange") for v in (start, stop, step))
     if stop is None:
         start, stop = 0, start
+    if step == 0:
+        raise ZeroDivisionError("xnp.arange: step must not be zero (as in NumPy: division by zero)")
     n = max(0, math.ceil((stop - start) / step))
     if dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))

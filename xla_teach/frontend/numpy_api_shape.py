@@ -14,7 +14,16 @@ from xla_teach.frontend.numpy_api import ArrayLike, api, lift, promote
 from xla_teach.frontend.tracer import Tracer, bind
 
 
+def _axis_int(axis: Any, what: str = "axis") -> int:
+    """``axis`` as a Python int; like NumPy, floats, bools and tuples are a TypeError."""
+    if isinstance(axis, (bool, np.bool_)) or not hasattr(type(axis), "__index__"):
+        raise TypeError(f"{what} must be an integer, got {type(axis).__name__} {axis!r} "
+                        f"('{type(axis).__name__}' object cannot be interpreted as an integer)")
+    return int(axis.__index__())
+
+
 def normalize_axis(axis: int, ndim: int, what: str = "axis") -> int:
+    axis = _axis_int(axis, what)
     if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
         raise ValueError(f"{what} {axis} is out of bounds for an array of rank {ndim}")
     return axis % ndim if ndim else 0
@@ -23,8 +32,8 @@ def normalize_axis(axis: int, ndim: int, what: str = "axis") -> int:
 def normalize_axes(axis: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    out = tuple(normalize_axis(int(a), ndim) for a in axes)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    out = tuple(normalize_axis(a, ndim) for a in axes)
     if len(set(out)) != len(out):
         raise ValueError(f"repeated axis in {axes}")
     return out
@@ -72,18 +81,22 @@ def swapaxes(x: ArrayLike, axis1: int, axis2: int) -> Tracer:
 
 
 @api
-def moveaxis(x: ArrayLike, source: int, destination: int) -> Tracer:
+def moveaxis(x: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Tracer:
+    """NumPy's ``moveaxis``: one axis or a sequence of axes to new positions."""
     t = lift(x)
-    src, dst = normalize_axis(source, t.ndim), normalize_axis(destination, t.ndim)
-    perm = [d for d in range(t.ndim) if d != src]
-    perm.insert(dst, src)
+    src, dst = normalize_axes(source, t.ndim), normalize_axes(destination, t.ndim)
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: `source` and `destination` arguments must have the same number of elements")
+    perm = [d for d in range(t.ndim) if d not in src]
+    for d, s in sorted(zip(dst, src, strict=True)):
+        perm.insert(d, s)
     return transpose(t, perm)
 
 
 @api
 def expand_dims(x: ArrayLike, axis: int | Sequence[int]) -> Tracer:
     t = lift(x)
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     out_ndim = t.ndim + len(axes)
     axes = sorted(normalize_axis(a, out_ndim) for a in axes)
     shape = list(t.shape)
@@ -194,14 +207,24 @@ def split(x: ArrayLike, indices_or_sections: int | Sequence[int], axis: int = 0)
     t = lift(x)
     axis = normalize_axis(axis, t.ndim)
     n = t.shape[axis]
-    if isinstance(indices_or_sections, int):
-        if n % indices_or_sections:
-            raise ValueError(f"array split does not result in an equal division ({n} into {indices_or_sections})")
-        cuts = [n // indices_or_sections * i for i in range(1, indices_or_sections)]
+    if not isinstance(indices_or_sections, (Sequence, np.ndarray)) or np.ndim(indices_or_sections) == 0:
+        sections = _axis_int(indices_or_sections, "split: the number of sections")
+        if sections <= 0:
+            raise ValueError(f"split: number sections must be larger than 0 (got {sections})")
+        if n % sections:
+            raise ValueError(f"array split does not result in an equal division ({n} into {sections})")
+        cuts = [n // sections * i for i in range(1, sections)]
     else:
-        cuts = list(indices_or_sections)
+        cuts = [_axis_int(c, "split: each split index") for c in indices_or_sections]
     bounds = [0, *cuts, n]
-    return [static_slice(t, axis, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+    return [_piece(t, axis, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _piece(t: Tracer, axis: int, lo: int, hi: int) -> Tracer:
+    """``t[lo:hi]`` along ``axis`` with Python's slice rules (negative indices count from
+    the end, out-of-range ones are clipped, ``hi < lo`` gives an empty piece), as NumPy's split."""
+    start, stop, _ = slice(lo, hi).indices(t.shape[axis])
+    return static_slice(t, axis, start, max(start, stop))
 
 
 @api
