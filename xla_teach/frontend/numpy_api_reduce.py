@@ -22,7 +22,7 @@ from xla_teach.frontend.numpy_api import (
     subtract,
     true_divide,
 )
-from xla_teach.frontend.numpy_api_shape import normalize_axes, normalize_axis, reshape
+from xla_teach.frontend.numpy_api_shape import normalize_axes, normalize_axis, reshape, transpose
 from xla_teach.frontend.tracer import Tracer, bind
 
 Axis = int | Sequence[int] | None
@@ -95,29 +95,56 @@ def _count(t: Tracer, axis: Axis) -> int:
     return int(np.prod([t.shape[a] for a in normalize_axes(axis, t.ndim)], dtype=np.int64))
 
 
+def _mean_dtypes(t: Tracer, dtype: Any) -> tuple[np.dtype, np.dtype]:
+    """(accumulator, result) dtypes of ``mean``/``var``/``std``. As in NumPy, ``dtype`` is
+    both (``mean(int32, dtype=int32)`` truncates); by default integers and bools give
+    float32 (NumPy: float64). ``float16``/``bfloat16`` accumulate in float32 and return
+    their own dtype, as in NumPy and JAX (a float16 sum overflows at 65504)."""
+    if dtype is not None:
+        result = dtypes.canonicalize(dtype)
+    else:
+        result = t.dtype if dtypes.is_float(t.dtype) else dtypes.DEFAULT_FLOAT
+    return _upcast_half(result), result
+
+
+def _upcast_half(dtype: np.dtype) -> np.dtype:
+    """float32 for the 16-bit floats, else ``dtype``."""
+    return dtypes.float32 if dtypes.is_float(dtype) and np.dtype(dtype).itemsize < 4 else np.dtype(dtype)
+
+
+def _mean_in(t: Tracer, axis: Axis, keepdims: bool) -> Tracer:
+    """The mean of ``t`` in ``t``'s own dtype (NumPy's unsafe cast: integers truncate)."""
+    return astype(true_divide(sum(t, axis, keepdims=keepdims), float(_count(t, axis))), t.dtype)
+
+
 @api
 def mean(x: ArrayLike, axis: Axis = None, dtype: Any = None, keepdims: bool = False) -> Tracer:
+    """Arithmetic mean; ``dtype`` is the accumulator and result dtype (see :func:`_mean_dtypes`)."""
     t = lift(x)
-    if not dtypes.is_float(t.dtype):
-        t = astype(t, dtypes.DEFAULT_FLOAT)
-    if dtype is not None:
-        t = astype(t, dtype)
-    return true_divide(sum(t, axis, keepdims=keepdims), float(_count(t, axis)))
+    acc, result = _mean_dtypes(t, dtype)
+    return astype(_mean_in(astype(t, acc), axis, keepdims), result)
+
+
+def _var_in(t: Tracer, axis: Axis, ddof: int, keepdims: bool) -> Tracer:
+    """``sum((t - mean)**2) / (n - ddof)``, computed in ``t``'s dtype (the division is true)."""
+    centered = subtract(t, _mean_in(t, axis, keepdims=True))
+    return true_divide(sum(square(centered), axis, keepdims=keepdims), float(_count(t, axis) - ddof))
 
 
 @api
 def var(x: ArrayLike, axis: Axis = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False) -> Tracer:
+    """Variance; dtypes as for :func:`mean`."""
     t = lift(x)
-    if not dtypes.is_float(t.dtype):
-        t = astype(t, dtypes.DEFAULT_FLOAT)
-    centered = subtract(t, mean(t, axis, dtype=dtype, keepdims=True))
-    n = _count(t, axis)
-    return true_divide(sum(square(centered), axis, keepdims=keepdims), float(n - ddof))
+    acc, result = _mean_dtypes(t, dtype)
+    return astype(_var_in(astype(t, acc), axis, ddof, keepdims), result)
 
 
 @api
 def std(x: ArrayLike, axis: Axis = None, dtype: Any = None, ddof: int = 0, keepdims: bool = False) -> Tracer:
-    return sqrt(var(x, axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+    """Standard deviation; dtypes as for :func:`mean`."""
+    t = lift(x)
+    acc, result = _mean_dtypes(t, dtype)
+    return astype(sqrt(_var_in(astype(t, acc), axis, ddof, keepdims)), result)
 
 
 def _argreduce(kind: str, x: ArrayLike, axis: int | None, keepdims: bool) -> Tracer:
@@ -197,10 +224,60 @@ def argsort(x: ArrayLike, axis: int | None = -1) -> Tracer:
     return _sort_with_indices(t, axis)[1]
 
 
+def _weights_layout(x_shape: Sequence[int], w_shape: Sequence[int], axis: Axis) -> tuple[tuple[int, ...],
+                                                                                   tuple[int, ...]] | None:
+    """NumPy's rule for ``average`` weights shaped unlike ``x``: they must have the shape of
+    ``x`` along ``axis``; returns the transposition and the reshape that line them up with
+    ``x`` (None when the shapes are equal and nothing is needed)."""
+    x_shape, w_shape = tuple(x_shape), tuple(w_shape)
+    if x_shape == w_shape:
+        return None
+    if axis is None:
+        raise TypeError(f"average: axis must be specified when shapes of a {x_shape} and weights {w_shape} differ")
+    axes = normalize_axes(axis, len(x_shape))
+    if w_shape != tuple(x_shape[a] for a in axes):
+        raise ValueError(f"average: shape of weights {w_shape} must be the shape of a {x_shape} along axis "
+                         f"{axis}, {tuple(x_shape[a] for a in axes)}")
+    perm = tuple(int(i) for i in np.argsort(axes))
+    return perm, tuple(d if i in axes else 1 for i, d in enumerate(x_shape))
+
+
+def _check_weight_sums(x: ArrayLike, weights: ArrayLike, axis: Axis) -> None:
+    """NumPy's ZeroDivisionError for weights that sum to zero; only concrete (NumPy)
+    weights can be checked -- traced ones give inf/NaN there, as in JAX."""
+    if isinstance(weights, Tracer):
+        return
+    w = np.asarray(weights)
+    layout = _weights_layout(x.shape if isinstance(x, Tracer) else np.shape(x), w.shape, axis)
+    if layout is not None:
+        w = w.transpose(layout[0]).reshape(layout[1])
+    if np.any(np.sum(w.astype(np.float64), axis=None if axis is None else normalize_axes(axis, w.ndim)) == 0):
+        raise ZeroDivisionError("average: weights sum to zero, can't be normalized")
+
+
 @api
+def _weighted_average(x: ArrayLike, axis: Axis, weights: ArrayLike) -> Tracer:
+    t, w = lift(x), lift(weights)
+    layout = _weights_layout(t.shape, w.shape, axis)
+    if layout is not None:
+        w = reshape(transpose(w, layout[0]), layout[1])
+    result = dtypes.result_type((t.dtype, False), (w.dtype, False))[0]
+    if not dtypes.is_float(result):
+        result = dtypes.DEFAULT_FLOAT
+    acc = _upcast_half(result)
+    t, w = astype(t, acc), astype(w, acc)
+    return astype(true_divide(sum(multiply(t, w), axis), sum(w, axis)), result)
+
+
 def average(x: ArrayLike, axis: Axis = None, weights: ArrayLike = None) -> Tracer:
+    """NumPy's ``average``: ``sum(x * w) / sum(w)`` over ``axis``. ``weights`` have the
+    shape of ``x``, or (with ``axis``) the shape of ``x`` along ``axis``. Weights that sum
+    to zero raise ZeroDivisionError when they are NumPy arrays (traced: inf/NaN, as JAX)."""
     if weights is None:
         return mean(x, axis)
-    t, w = lift(x), lift(weights)
-    return true_divide(sum(multiply(t, w), axis), sum(multiply(w, 1.0) if not dtypes.is_float(w.dtype) else w,
-                                                      axis))
+    if isinstance(weights, (list, tuple)):
+        weights = np.asarray(weights)
+    if isinstance(x, (list, tuple)):
+        x = np.asarray(x)
+    _check_weight_sums(x, weights, axis)
+    return _weighted_average(x, axis, weights)

@@ -55,6 +55,8 @@ for _name, _method in BINARY.items():
 compare_p = _def("compare", lambda b, x, y, *, direction: b.compare(x, y, direction))
 select_p = _def("select_n", lambda b, pred, on_true, on_false: b.select(pred, on_true, on_false))
 convert_p = _def("convert_element_type", lambda b, x, *, dtype: b.convert_element_type(x, _etype(dtype)))
+bitcast_convert_p = _def("bitcast_convert_type",  # same-width only: the bits read as another type
+                             lambda b, x, *, dtype: b.bitcast_convert_type(x, _etype(dtype)))
 
 
 # ---- shapes -----------------------------------------------------------------------------
@@ -224,13 +226,30 @@ def _scatter(b: XlaBuilder, x: XlaOp, indices: XlaOp, updates: XlaOp, *, mode: s
 scatter_p = _def("scatter", _scatter)
 
 
+def _float_sort_key(b: XlaBuilder, x: XlaOp) -> XlaOp:
+    """``x`` with every NaN made ``+NaN`` and ``-0.0`` made ``+0.0`` (as JAX does): under
+    ``TOTALORDER`` the key sorts NaNs last whatever their sign, and keeps the two zeros
+    equal, so a stable sort leaves them in input order (NumPy's order)."""
+    no_neg_zero = b.select(b.compare(x, 0.0, "EQ"), 0.0, x)
+    return b.select(b.compare(x, x, "NE"), float("nan"), no_neg_zero)
+
+
 def _sort(b: XlaBuilder, *xs: XlaOp, dimension: int) -> list[XlaOp]:
-    """A stable ascending sort of ``xs[0]`` along ``dimension``; the others move along."""
-    comparator = b.create_scalar_comparator("LT", [x.shape.element_type for x in xs])
-    result = b.sort(list(xs), comparator, dimension, is_stable=True)
-    if len(xs) == 1:
+    """A stable ascending sort of ``xs[0]`` along ``dimension``; the others move along.
+
+    Floats sort by :func:`_float_sort_key` under ``TOTALORDER``: a plain ``LT`` is no
+    strict weak order once a NaN is present, and backends would disagree on the result."""
+    operands = list(xs)
+    comparison_type = None
+    if xs[0].shape.element_type.is_float:
+        operands = [_float_sort_key(b, xs[0]), *xs]
+        comparison_type = "TOTALORDER"
+    comparator = b.create_scalar_comparator("LT", [x.shape.element_type for x in operands], comparison_type)
+    result = b.sort(operands, comparator, dimension, is_stable=True)
+    if len(operands) == 1:
         return [result]
-    return [b.get_tuple_element(result, i) for i in range(len(xs))]
+    skip = len(operands) - len(xs)
+    return [b.get_tuple_element(result, i) for i in range(skip, len(operands))]
 
 
 sort_p = _def("sort", _sort, multiple_results=True)
