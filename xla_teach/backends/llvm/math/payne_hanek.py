@@ -156,20 +156,21 @@ def _select_tree(b: ir.IRBuilder, index: ir.Value, values: list[ir.Value]) -> ir
     return values[0]
 
 
-def _fraction_f32(m: FloatOps, d: FloatOps, mantissa: ir.Value,
-                  biased: ir.Value, first_exponent: int) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """``(s, e, q)``: ``x * 2/pi mod 4 = q + s + e`` with ``|s| <= 1/2`` (doubles, q an i64).
+def _reduce_f32(m: FloatOps, d: FloatOps, x: ir.Value, first_exponent: int) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """Payne-Hanek for f32, computed in double without a table in memory.
 
-    f32 needs no table in memory: the exponents are grouped in bands of ``_BAND``, and each band's
-    ``C = c0 + c1`` is picked by a select tree.  Within a band, ``x = M' * 2^E`` with
-    ``M' = M * 2^delta < 2^40``, so ``M' * c0 = p + lo`` is exact as a double-double (an FMA
-    recovers ``lo``); ``p mod 4``, ``p - q`` and folding ``lo`` in are exact too (``s`` is zero or a
-    multiple of ``ulp(p)``, so it dominates ``lo``).  ``M' * c1 < 2^-11`` only needs ordinary
-    rounding, and the bits of ``C`` past ``c1`` weigh less than ``2^40 * 2^-104``: the result is
-    good to about ``2^-63``.
+    The exponents are grouped in bands of ``_BAND``, and each band's ``C = c0 + c1`` is picked by
+    a select tree.  Within a band, ``|x| = M' * 2^E`` with ``M' = M * 2^delta < 2^40``, so
+    ``M' * c0 = p + lo`` is exact as a double-double (an FMA recovers ``lo``), ``p < 2^42`` has
+    its nearest integer ``q`` (the quadrant, modulo 4) and ``p - q`` exactly, and the fraction is
+    ``(p - q) + (lo + M' * c1)``: one rounding in double, about ``2^-64`` absolute, which is
+    plenty for a float ``r`` even at the worst case ``2^-29.9``.  The bits of ``C`` past ``c1``
+    weigh less than ``2^40 * 2^-104``.  Signs are handled on the float results.
     """
     b = m.b
-    offset = b.sub(biased, m.iconst(first_exponent))
+    bits = m.to_bits(m.fabs(x))
+    mantissa = b.or_(b.and_(bits, m.iconst((1 << 23) - 1)), m.iconst(1 << 23))
+    offset = b.sub(b.lshr(bits, m.iconst(23)), m.iconst(first_exponent))
     offset = b.select(b.icmp_signed("<", offset, m.iconst(0)), m.iconst(0), offset)
     band = b.lshr(offset, m.iconst(_BAND.bit_length() - 1))
     delta = b.zext(b.and_(offset, m.iconst(_BAND - 1)), I64)
@@ -177,15 +178,23 @@ def _fraction_f32(m: FloatOps, d: FloatOps, mantissa: ir.Value,
     big_m = d.mul(b.sitofp(mantissa, d.ty), d.pow2i(delta))  # exact
     p = d.mul(big_m, c0)
     lo = d.fma(big_m, c0, d.neg(p))
-    p = d.sub(p, d.mul(d.const(4.0), d.floor(d.mul(p, d.const(0.25)))))
     q = d.roundeven(p)
-    s, e = d.fast_two_sum(d.sub(p, q), lo)
-    return s, d.fma(big_m, c1, e), b.fptosi(q, I64)
+    fraction = d.add(d.sub(p, q), d.fma(big_m, c1, lo))  # quarter turns, |fraction| <= ~1/2
+    r64 = d.mul(fraction, d.const(_PIO2_DD[0]))
+    r = b.fptrunc(r64, m.ty)
+    dr = b.fptrunc(d.sub(r64, b.fpext(r, d.ty)), m.ty)
+    quadrant = b.trunc(b.fptosi(q, I64), m.ity)
+    # sin(-x) = -sin(x): negate r and mirror the quadrant.
+    negative_x = m.signbit(x)
+    r, dr = m.select(negative_x, m.neg(r), r), m.select(negative_x, m.neg(dr), dr)
+    quadrant = b.select(negative_x, b.sub(m.iconst(0), quadrant), quadrant)
+    return r, dr, b.and_(quadrant, m.iconst(3))
 
 
 def _fraction_f64(m: FloatOps, d: FloatOps, mantissa: ir.Value,
                   row: list[ir.Value]) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """``(s, e, q)`` as :func:`_fraction_f32`, from three 64-bit words by integer multiplication."""
+    """``(s, e, q)``: ``|x| * 2/pi mod 4 = q + s + e`` with ``|s| <= 1/2`` (a double-double and
+    an i64), from the row's three 64-bit words by integer multiplication."""
     b = m.b
 
     def const(v: int) -> ir.Constant:
@@ -244,17 +253,15 @@ def reduce_payne_hanek(m: FloatOps, x: ir.Value, first_exponent: int) -> tuple[i
     """``(r, dr, q)`` with ``x = (4k + q) * pi/2 + r + dr`` for some integer ``k``, ``|r| <= ~pi/4``
     and ``q`` in 0..3 (an integer of ``x``'s width).  ``x`` must be finite and normal with a biased
     exponent of at least ``first_exponent``; other lanes get a meaningless (but safe) result.
-    The work is done in double for f32 too.
     """
     b, fmt = m.b, m.fmt
     d = FloatOps(b, F64_FORMAT)
+    if fmt is not F64_FORMAT:
+        return _reduce_f32(m, d, x, first_exponent)
     bits = m.to_bits(m.fabs(x))
-    mantissa = b.or_(b.and_(bits, m.iconst((1 << fmt.mantissa_bits) - 1)), m.iconst(1 << fmt.mantissa_bits))
-    biased = b.lshr(bits, m.iconst(fmt.mantissa_bits))
-    if fmt is F64_FORMAT:
-        s, e, quadrant = _fraction_f64(m, d, mantissa, _load_row(b, reduction_table(first_exponent), biased))
-    else:
-        s, e, quadrant = _fraction_f32(m, d, mantissa, biased, first_exponent)
+    mantissa = b.or_(b.and_(bits, m.iconst((1 << 52) - 1)), m.iconst(1 << 52))
+    row = _load_row(b, reduction_table(first_exponent), b.lshr(bits, m.iconst(52)))
+    s, e, quadrant = _fraction_f64(m, d, mantissa, row)
 
     # r = (s + e) * pi/2 in double-double
     p1, p2 = (d.const(c) for c in _PIO2_DD)
@@ -265,9 +272,4 @@ def reduce_payne_hanek(m: FloatOps, x: ir.Value, first_exponent: int) -> tuple[i
     negative_x = m.signbit(x)
     r, dr = d.select(negative_x, d.neg(r), r), d.select(negative_x, d.neg(dr), dr)
     quadrant = b.select(negative_x, b.sub(ir.Constant(I64, 0), quadrant), quadrant)
-    quadrant = b.and_(quadrant, ir.Constant(I64, 3))
-    if fmt is F64_FORMAT:
-        return r, dr, quadrant
-    r_narrow = b.fptrunc(r, m.ty)
-    dr_narrow = b.fptrunc(d.add(d.sub(r, b.fpext(r_narrow, d.ty)), dr), m.ty)
-    return r_narrow, dr_narrow, b.trunc(quadrant, m.ity)
+    return r, dr, b.and_(quadrant, ir.Constant(I64, 3))
