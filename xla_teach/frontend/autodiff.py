@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from xla_teach.frontend import dtypes, tracer
-from xla_teach.frontend.errors import CompilationError
+from xla_teach.frontend.errors import CompilationError, expect_pair
 from xla_teach.frontend.pytree import tree_flatten, tree_unflatten
 from xla_teach.frontend.tracer import Primitive, Tape, Tracer, bind, current_context, name_scope, recording
 
@@ -138,9 +138,7 @@ def _value_and_grad_traced(fn: Callable[..., Any], args: tuple[Any, ...], kwargs
         args[n] = tree_unflatten(tree, fresh)
     with recording(tape):
         result = fn(*args, **kwargs)
-    out, aux = result if has_aux else (result, None)
-    if has_aux and not (isinstance(result, tuple) and len(result) == 2):
-        raise ValueError(f"{what} with has_aux=True needs the function to return (output, aux)")
+    out, aux = expect_pair(result, f"{what}(has_aux=True)", "(output, aux)") if has_aux else (result, None)
     out_t = ctx.lift(out) if not isinstance(out, Tracer) else out
     if out_t.shape != () or not dtypes.is_float(out_t.dtype):
         raise ValueError(f"{what} needs a function returning a float scalar, got {out_t.aval} (sum it, or use "
@@ -221,9 +219,7 @@ def _vjp_traced(fn: Callable[..., Any], primals: Sequence[Any], has_aux: bool) -
         fresh_args.append(tree_unflatten(tree, fresh))
     with recording(tape):
         result = fn(*fresh_args)
-    if has_aux and not (isinstance(result, tuple) and len(result) == 2):
-        raise ValueError("vjp with has_aux=True needs the function to return (output, aux)")
-    out, aux = result if has_aux else (result, None)
+    out, aux = expect_pair(result, "vjp(has_aux=True)", "(output, aux)") if has_aux else (result, None)
     out_leaves, out_tree = tree_flatten(out)
     out_tracers = [ctx.lift(leaf) for leaf in out_leaves]
 
@@ -262,7 +258,7 @@ def _vjp_eager(fn: Callable[..., Any], primals: Sequence[Any], has_aux: bool) ->
 
     forward.__name__, pullback.__name__ = name, f"vjp_{name}"
     result = jit(forward)(*primals)
-    out, aux = result if has_aux else (result, None)
+    out, aux = expect_pair(result, "vjp(has_aux=True)", "(output, aux)") if has_aux else (result, None)
     pullback_jit = jit(pullback)
 
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from xla_teach.frontend import dtypes
-from xla_teach.frontend.errors import CompilationError, SourceLocation, user_frame
+from xla_teach.frontend.errors import CompilationError, SourceLocation, expect_pair, user_frame
 from xla_teach.frontend.pytree import PyTreeDef, tree_flatten, tree_unflatten
 from xla_teach.frontend.tracer import (
     Primitive,
@@ -284,7 +284,8 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, le
     y_trees: list[PyTreeDef] = []
 
     def step(index: Tracer, carry: list[Tracer], x: list[Tracer]) -> tuple[list[Any], list[Any]]:
-        new_carry, y = f(tree_unflatten(c_tree, carry), tree_unflatten(x_tree, x))
+        new_carry, y = expect_pair(f(tree_unflatten(c_tree, carry), tree_unflatten(x_tree, x)), "scan",
+                                   "(carry, y)")
         carry_leaves, tree = tree_flatten(new_carry)
         if tree != c_tree:
             raise CompilationError("scan", f"f returned the carry structure {tree}, but the initial carry is "
@@ -304,6 +305,9 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
     ``conditional`` with one computation per branch."""
     from xla_teach.frontend.numpy_api import astype, clip
 
+    branches = list(branches)
+    if not branches:
+        raise ValueError("switch: needs at least one branch")
     ctx = current_context()
     if ctx is None:
         from xla_teach.frontend.numpy_api import eager_call

@@ -103,3 +103,26 @@ def concretization_error(operation: str, what: str, suggestion: str) -> Compilat
         "arrays are only shapes and dtypes -- their values exist only when the compiled program runs",
         suggestion,
     )
+
+
+def describe_value(value: object) -> str:
+    """A short description of a user's return value for error messages ("a float32[2] array",
+    "a tuple of 3 items", "None")."""
+    if value is None:
+        return "None"
+    aval = getattr(value, "aval", None)
+    if aval is not None:
+        return f"a {aval} array"
+    if isinstance(value, np.ndarray):
+        return f"a {value.dtype}{list(value.shape)} NumPy array"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} item{'s' if len(value) != 1 else ''}"
+    return f"a {type(value).__name__}"
+
+
+def expect_pair(value: object, what: str, pair: str) -> tuple[object, object]:
+    """``value`` unpacked as a pair (tuple or list of two), or a ValueError naming ``what``
+    (the user's call) and the expected ``pair`` (e.g. "(output, aux)")."""
+    if not (isinstance(value, (tuple, list)) and len(value) == 2):
+        raise ValueError(f"{what}: the function must return a pair {pair}, got {describe_value(value)}")
+    return value[0], value[1]

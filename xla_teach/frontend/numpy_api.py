@@ -446,8 +446,16 @@ def arccos(x: ArrayLike) -> Tracer:
 
 
 # ---- comparisons and logic ---------------------------------------------------------------------
+_COMPARE_OPS = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
+
+
 def _compare(direction: str, name: str) -> Callable[[ArrayLike, ArrayLike], Tracer]:
     def fn(x: ArrayLike, y: ArrayLike) -> Tracer:
+        if x is None or y is None:
+            # NumPy compares None as an object (``np.ones(2) == None`` is all False); XLA arrays have
+            # no object dtype, and an all-False array would hide the usual bug, so refuse it clearly.
+            raise TypeError(f"xnp.{name} (the `{_COMPARE_OPS[direction]}` operator): comparison with None is not "
+                            "supported (arrays have no object dtype); use `x is None` to test for None")
         ts = broadcast_arrays(*promote(x, y), op=name)
         return bind(P.compare_p, *ts, direction=direction)
     fn.__name__ = name
@@ -656,7 +664,7 @@ def _static_shape(shape: Any, what: str) -> tuple[int, ...]:
                                          "the argument that decides the shape static with jit(..., "
                                          "static_argnums=...)")
     if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
+        shape = (shape,)
     out = []
     for d in shape:
         if isinstance(d, Tracer):
@@ -664,6 +672,8 @@ def _static_shape(shape: Any, what: str) -> tuple[int, ...]:
                                              "mark the argument that decides the shape static with jit(..., "
                                              "static_argnums=...)")
         out.append(int(d))
+    if any(d < 0 for d in out):
+        raise ValueError(f"xnp.{what}: negative dimensions are not allowed (got shape {tuple(out)})")
     return tuple(out)
 
 
@@ -738,6 +748,8 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Tr
 @api
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None) -> Tracer:
     num = int(_static_number(num, "linspace"))
+    if num < 0:
+        raise ValueError(f"xnp.linspace: Number of samples, {num}, must be non-negative.")
     dtype = dtypes.canonicalize(dtype) if dtype is not None else dtypes.DEFAULT_FLOAT
     div = (num - 1) if endpoint else num
     start_t, stop_t = _to_inexact(start), _to_inexact(stop)
@@ -751,7 +763,9 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype:
 
 @api
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Tracer:
-    M = N if M is None else M
+    N, M = int(_static_number(N, "eye")), int(_static_number(N if M is None else M, "eye"))
+    if N < 0 or M < 0:
+        raise ValueError(f"xnp.eye: negative dimensions are not allowed (got N={N}, M={M})")
     rows = bind(P.iota_p, dtype=np.int32, shape=(N, M), dimension=0)
     cols = bind(P.iota_p, dtype=np.int32, shape=(N, M), dimension=1)
     return astype(equal(add(rows, k), cols), dtype if dtype is not None else dtypes.DEFAULT_FLOAT)

@@ -73,6 +73,9 @@ def inner(a: ArrayLike, b: ArrayLike) -> Tracer:
     x, y = promote(a, b)
     if x.ndim == 0 or y.ndim == 0:
         return multiply(x, y)
+    if x.shape[-1] != y.shape[-1]:
+        raise ValueError(f"xnp.inner: shapes {x.shape} and {y.shape} not aligned: the last dimensions differ "
+                         f"({x.shape[-1]} != {y.shape[-1]})")
     return dot_general(x, y, ((x.ndim - 1,), (y.ndim - 1,)))
 
 
@@ -90,8 +93,15 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2) -> Trac
     else:
         ax_a, ax_b = axes
         ax = ((ax_a,) if isinstance(ax_a, int) else tuple(ax_a)), ((ax_b,) if isinstance(ax_b, int) else tuple(ax_b))
-    return dot_general(x, y, (tuple(normalize_axis(i, x.ndim) for i in ax[0]),
-                              tuple(normalize_axis(i, y.ndim) for i in ax[1])))
+    if len(ax[0]) != len(ax[1]):
+        raise ValueError(f"xnp.tensordot: axes {list(ax[0])} and {list(ax[1])} have different lengths")
+    ca = tuple(normalize_axis(i, x.ndim) for i in ax[0])
+    cb = tuple(normalize_axis(i, y.ndim) for i in ax[1])
+    for i, j in zip(ca, cb, strict=True):
+        if x.shape[i] != y.shape[j]:
+            raise ValueError(f"xnp.tensordot: shape mismatch for sum: axis {i} of {x.shape} has size {x.shape[i]} "
+                             f"but axis {j} of {y.shape} has size {y.shape[j]}")
+    return dot_general(x, y, (ca, cb))
 
 
 # ---- einsum -----------------------------------------------------------------------------------
@@ -109,6 +119,10 @@ def _parse_einsum(subscripts: str, n: int) -> tuple[list[str], str]:
     if "->" not in spec:
         counts = {c: lhs.count(c) for c in lhs if c != ","}
         out = "".join(sorted(c for c, k in counts.items() if k == 1))
+    repeated = sorted({c for c in out if out.count(c) > 1})
+    if repeated:
+        raise ValueError(f"xnp.einsum: output subscript '{repeated[0]}' appears more than once in '{subscripts}'; "
+                         "repeated output subscripts are not supported (NumPy rejects them too)")
     return inputs, out
 
 
@@ -132,6 +146,14 @@ def einsum(subscripts: str, *operands: ArrayLike) -> Tracer:
     for t, spec in zip(ts, inputs, strict=True):
         if t.ndim != len(spec):
             raise ValueError(f"einsum: operand of shape {t.shape} does not match subscripts '{spec}'")
+    sizes: dict[str, tuple[int, int]] = {}  # label -> (size, operand number) of its first appearance
+    for k, (t, spec) in enumerate(zip(ts, inputs, strict=True)):
+        for c, size in zip(spec, t.shape, strict=True):
+            if c in sizes and sizes[c][1] != k and sizes[c][0] != size:
+                first_size, first = sizes[c]
+                raise ValueError(f"xnp.einsum: operand shapes {ts[first].shape} and {t.shape} disagree on index "
+                                 f"'{c}': {first_size} vs {size}")
+            sizes.setdefault(c, (size, k))
     acc, acc_spec = ts[0], inputs[0]
     for i in range(1, len(ts)):
         later = "".join(inputs[i + 1:]) + out

@@ -241,14 +241,45 @@ def tile(x: ArrayLike, reps: int | Sequence[int]) -> Tracer:
     return reshape(expanded, [r * d for r, d in zip(reps, t.shape, strict=True)])
 
 
+def repeat(x: ArrayLike, repeats: int | Sequence[int] | np.ndarray, axis: int | None = None) -> Tracer:
+    """NumPy's ``repeat``. ``repeats`` is one count, or one count per element along ``axis``;
+    the counts decide the result's shape, so they must be concrete (Python ints, a list, a
+    NumPy array), not traced."""
+    if isinstance(repeats, Tracer):
+        from xla_teach.frontend.errors import data_dependent_shape_error
+
+        raise data_dependent_shape_error("xnp.repeat with traced repeats", "pass the repeat counts as a Python "
+                                         "int/list or NumPy array, or mark the argument static with jit(..., "
+                                         "static_argnums=...)")
+    reps = np.asarray(repeats)
+    if reps.ndim > 1 or not (np.issubdtype(reps.dtype, np.integer) or reps.size == 0):
+        raise TypeError(f"xnp.repeat: repeats must be an int or a 1-D sequence of ints, got {repeats!r}")
+    if (reps < 0).any():
+        raise ValueError(f"xnp.repeat: negative dimensions are not allowed (repeats={reps.tolist()})")
+    return _repeat(x, int(reps) if reps.ndim == 0 else tuple(int(r) for r in reps), axis)
+
+
 @api
-def repeat(x: ArrayLike, repeats: int, axis: int | None = None) -> Tracer:
+def _repeat(x: ArrayLike, repeats: int | tuple[int, ...], axis: int | None) -> Tracer:
     t = lift(x)
     if axis is None:
         from xla_teach.frontend.numpy_api import ravel
 
         t, axis = ravel(t), 0
     axis = normalize_axis(axis, t.ndim)
+    if isinstance(repeats, tuple):
+        if len(repeats) == 1:
+            repeats = repeats[0]
+        elif len(repeats) != t.shape[axis]:
+            raise ValueError(f"xnp.repeat: {len(repeats)} repeat counts for axis {axis} of size {t.shape[axis]} "
+                             f"(shape {t.shape}); give one count, or one per element")
+        elif len(set(repeats)) == 1:
+            repeats = repeats[0]
+        else:  # per-element counts: gather with a constant index vector
+            from xla_teach.frontend.indexing import take
+
+            index = np.repeat(np.arange(t.shape[axis], dtype=np.int32), repeats)
+            return take(t, index, axis=axis)
     from xla_teach.frontend.numpy_api import broadcast_to
 
     shape = t.shape[:axis + 1] + (int(repeats),) + t.shape[axis + 1:]
