@@ -2,15 +2,17 @@
 comparator computation emitted inline.
 
 ``sort`` may carry several operands that move together (keys and values); the
-comparator sees ``(a0, b0, a1, b1, ...)`` and answers "does a go before b". The
-kernel sorts a *permutation* of slice positions (so any number of operands
-follow the same order), then writes each output through it::
+comparator sees ``(a0, b0, a1, b1, ...)`` and answers "does a go before b". Each
+slice of every operand is copied into a contiguous scratch run, the runs are merged
+pairwise with all operands moving together, and the result is copied out::
 
-    perm = [0, 1, ..., n-1]
-    for width = 1, 2, 4, ...:  merge neighbouring runs of perm (stable)
-    out_k[t] = operand_k[perm[t]]
+    src_k = operand_k[slice]
+    for width = 1, 2, 4, ...:  merge neighbouring runs of src into dst (stable); swap
+    out_k[slice] = src_k
 
-Scratch space for the permutation comes from ``malloc``.
+Carrying the values themselves (rather than sorting a permutation of positions and
+reading the keys through it) keeps every merge pass a sequential walk through memory.
+Scratch space (two runs per operand) comes from ``malloc``.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from llvmlite import ir
 
 from xla_teach.backends.cpu.kernels.context import KernelContext
 from xla_teach.backends.llvm.elemental_windows import loop_nest
-from xla_teach.backends.llvm.ir_array import IrIndex, i64
-from xla_teach.backends.llvm.ir_types import I64, PTR
+from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64
+from xla_teach.backends.llvm.ir_types import I64, PTR, from_storage
 from xla_teach.backends.llvm.loops import for_range, stack_slot, while_loop
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 
@@ -42,14 +44,22 @@ def emit_sort_kernel(ctx: KernelContext) -> tuple[int, int]:
     others = [d for d in range(shape.rank) if d != dim]
     if shape.element_count() == 0:
         return 1, 1
+    arrays = ctx.operand_arrays
+    widths = [max(a.storage.width // 8, 1) if isinstance(a.storage, ir.IntType) else
+              (8 if isinstance(a.storage, ir.DoubleType) else 4) for a in arrays]
     malloc = _libc(b.module, "malloc", ir.FunctionType(PTR, [I64]))
     free = _libc(b.module, "free", ir.FunctionType(ir.VoidType(), [PTR]))
-    perm = b.call(malloc, [i64(2 * 8 * max(n, 1))])
-    scratch = b.gep(perm, [i64(n)], inbounds=True, source_etype=I64)
-    src_slot, dst_slot = stack_slot(b, PTR, "sort.src"), stack_slot(b, PTR, "sort.dst")
+    block = b.call(malloc, [i64(2 * n * sum(widths))])
+    runs, offset = [], 0
+    for width in widths:  # two runs per operand, one after another in the block
+        runs.append((b.gep(block, [i64(offset)], inbounds=True, source_etype=ir.IntType(8)),
+                     b.gep(block, [i64(offset + n * width)], inbounds=True, source_etype=ir.IntType(8))))
+        offset += 2 * n * width
+    src_slots = [stack_slot(b, PTR, f"sort.src{k}") for k in range(len(arrays))]
+    dst_slots = [stack_slot(b, PTR, f"sort.dst{k}") for k in range(len(arrays))]
 
-    def at(p: ir.Value, i: ir.Value) -> ir.Value:
-        return b.gep(p, [i], inbounds=True, source_etype=I64)
+    def at(array: IrArray, p: ir.Value, i: ir.Value) -> ir.Value:
+        return b.gep(p, [i], inbounds=True, source_etype=array.storage)
 
     def per_slice(outer: list[ir.Value]) -> None:
         def index(pos: ir.Value) -> tuple[ir.Value, ...]:
@@ -59,23 +69,18 @@ def emit_sort_kernel(ctx: KernelContext) -> tuple[int, int]:
             full[dim] = pos
             return tuple(full)
 
-        def goes_before(i: ir.Value, j: ir.Value) -> ir.Value:
-            args = []
-            for array in ctx.operand_arrays:
-                args.append(array.load(b, IrIndex(index(i), array.shape)))
-                args.append(array.load(b, IrIndex(index(j), array.shape)))
-            return emit_scalar_computation(b, instr.to_apply, args)[0]
-
-        with for_range(b, i64(n), "init") as t:
-            b.store(t, at(perm, t))
-        b.store(perm, src_slot)
-        b.store(scratch, dst_slot)
+        for k, array in enumerate(arrays):
+            with for_range(b, i64(n), "copy_in") as t:
+                raw = b.load(array.address(b, IrIndex(index(t), array.shape)), typ=array.storage)
+                b.store(raw, at(array, runs[k][0], t))
+            b.store(runs[k][0], src_slots[k])
+            b.store(runs[k][1], dst_slots[k])
         width = stack_slot(b, I64, "sort.width")
         b.store(i64(1), width)
 
         def merge_pass() -> None:
             w = b.load(width)
-            src, dst = b.load(src_slot), b.load(dst_slot)
+            srcs, dsts = [b.load(s) for s in src_slots], [b.load(d) for d in dst_slots]
             lo_slot = stack_slot(b, I64, "sort.lo")
             b.store(i64(0), lo_slot)
 
@@ -89,28 +94,37 @@ def emit_sort_kernel(ctx: KernelContext) -> tuple[int, int]:
                 with for_range(b, hi, "merge", lo) as t:
                     i, j = b.load(i_slot), b.load(j_slot)
                     i_safe, j_safe = _min(b, i, i64(n - 1)), _min(b, j, i64(n - 1))
-                    pi, pj = b.load(at(src, i_safe), typ=I64), b.load(at(src, j_safe), typ=I64)
-                    right_first = goes_before(pj, pi)
+                    left = [b.load(at(a, src, i_safe), typ=a.storage) for a, src in zip(arrays, srcs, strict=True)]
+                    right = [b.load(at(a, src, j_safe), typ=a.storage) for a, src in zip(arrays, srcs, strict=True)]
+                    args = []
+                    for a, r, le in zip(arrays, right, left, strict=True):  # "does right go before left?"
+                        args += [from_storage(b, r, a.element_type), from_storage(b, le, a.element_type)]
+                    right_first = emit_scalar_computation(b, instr.to_apply, args)[0]
                     left_done = b.icmp_signed(">=", i, mid)
                     right_ok = b.icmp_signed("<", j, hi)
                     take_right = b.and_(right_ok, b.or_(left_done, right_first))
-                    b.store(b.select(take_right, pj, pi), at(dst, t))
+                    # Select the *position*, then load: an integer select is a cmov, whereas
+                    # selecting between two float values became an unpredictable branch.
+                    chosen = b.select(take_right, j_safe, i_safe)
+                    for a, src, dst in zip(arrays, srcs, dsts, strict=True):
+                        b.store(b.load(at(a, src, chosen), typ=a.storage), at(a, dst, t))
                     b.store(b.select(take_right, i, b.add(i, i64(1))), i_slot)
                     b.store(b.select(take_right, b.add(j, i64(1)), j), j_slot)
                 b.store(b.add(lo, b.mul(w, i64(2))), lo_slot)
 
             while_loop(b, lambda: b.icmp_signed("<", b.load(lo_slot), i64(n)), merge_runs, "runs")
-            b.store(dst, src_slot)
-            b.store(src, dst_slot)
+            for k in range(len(arrays)):
+                b.store(dsts[k], src_slots[k])
+                b.store(srcs[k], dst_slots[k])
             b.store(b.mul(w, i64(2)), width)
 
         while_loop(b, lambda: b.icmp_signed("<", b.load(width), i64(n)), merge_pass, "passes")
-        final = b.load(src_slot)
-        with for_range(b, i64(n), "write") as t:
-            source = b.load(at(final, t), typ=I64)
-            for array, out in zip(ctx.operand_arrays, ctx.output_arrays, strict=True):
-                out.store(b, array.load(b, IrIndex(index(source), array.shape)), IrIndex(index(t), out.shape))
+        for k, (array, out) in enumerate(zip(arrays, ctx.output_arrays, strict=True)):
+            final = b.load(src_slots[k])
+            with for_range(b, i64(n), "copy_out") as t:
+                raw = b.load(at(array, final, t), typ=array.storage)
+                b.store(raw, out.address(b, IrIndex(index(t), out.shape)))
 
     loop_nest(b, [shape.dimensions[d] for d in others], "slice", per_slice)
-    b.call(free, [perm])
+    b.call(free, [block])
     return 1, 1
