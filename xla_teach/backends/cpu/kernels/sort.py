@@ -12,15 +12,17 @@ pairwise with all operands moving together, and the result is copied out::
 
 Carrying the values themselves (rather than sorting a permutation of positions and
 reading the keys through it) keeps every merge pass a sequential walk through memory.
-Scratch space (two runs per operand) comes from ``malloc``.
+Scratch space (two runs per operand) comes from ``malloc``. Slices are independent, so
+the threads of the kernel each sort their own range of them.
 """
 
 from __future__ import annotations
 
+import math
+
 from llvmlite import ir
 
-from xla_teach.backends.cpu.kernels.context import KernelContext
-from xla_teach.backends.llvm.elemental_windows import loop_nest
+from xla_teach.backends.cpu.kernels.context import KernelContext, choose_partitions
 from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64
 from xla_teach.backends.llvm.ir_types import I64, PTR, from_storage
 from xla_teach.backends.llvm.loops import for_range, stack_slot, while_loop
@@ -125,6 +127,17 @@ def emit_sort_kernel(ctx: KernelContext) -> tuple[int, int]:
                 raw = b.load(at(array, final, t), typ=array.storage)
                 b.store(raw, out.address(b, IrIndex(index(t), out.shape)))
 
-    loop_nest(b, [shape.dimensions[d] for d in others], "slice", per_slice)
+    # The slices are independent: this thread sorts slices [begin, end) of the row-major order
+    # of the other dimensions (each thread has its own scratch block).
+    # (The GPU backend runs this kernel in one thread, with no range: then it sorts them all.)
+    other_sizes = [shape.dimensions[d] for d in others]
+    slices = math.prod(other_sizes)
+    begin, end = getattr(ctx.kb, "begin", i64(0)), getattr(ctx.kb, "end", i64(slices))
+    with for_range(b, end, "slice", begin) as linear:
+        outer, rest = [], linear
+        for size in reversed(other_sizes):
+            outer.append(b.urem(rest, i64(size)))
+            rest = b.udiv(rest, i64(size))
+        per_slice(outer[::-1])
     b.call(free, [block])
-    return 1, 1
+    return slices, choose_partitions(slices, slices * n * max(n.bit_length(), 1))
