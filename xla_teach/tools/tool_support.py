@@ -75,7 +75,7 @@ def load_hlo_input(path: str | Path, input_format: str = "auto") -> HloInput:
     if input_format == "snapshot" or (input_format == "auto" and is_snapshot_file(path)):
         snap = load_snapshot(path)
         try:
-            return HloInput(parse_hlo(snap.module_text), str(path), snap.arguments, snap.outputs, snap.backend)
+            return HloInput(snap.module(), str(path), snap.arguments, snap.outputs, snap.backend)
         except HloParseError as err:
             raise ToolError(_parse_error_text(f"{path} (hlo_module)", err)) from None
     if path.suffix in (".pb", ".pbtxt"):
