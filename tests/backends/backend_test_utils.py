@@ -4,6 +4,7 @@ backend and on the reference interpreter, and compare."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import ml_dtypes
@@ -16,7 +17,9 @@ from xla_teach.hlo.parser import parse_hlo
 from xla_teach.tools.fake_data import fake_arguments
 
 ROOT = Path(__file__).parents[2]
-SAMPLES = ROOT / ".." / "shared" / "samples"
+# The real-XLA samples sit beside the checkout (CI has them, a user's clone does not);
+# XLA_TEACH_SAMPLES names another folder (a GPU machine gets a copy).
+SAMPLES = Path(os.environ.get("XLA_TEACH_SAMPLES", ROOT / ".." / "shared" / "samples"))
 SAMPLE_PROGRAMS = sorted(p for p in SAMPLES.glob("*") if (p / "meta.json").is_file()) if SAMPLES.is_dir() else []
 CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.hlo"))
 

@@ -10,12 +10,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
 
 from tests.backends.backend_test_utils import CORPUS, SAMPLE_PROGRAMS, assert_same, load_sample, run_both
 from tests.backends.op_cases import all_cases
+from tests.hypothesis_modules import hlo_modules
+from xla_teach import flags
 from xla_teach.api import compile_module
 from xla_teach.backends.gpu.nvptx import assemble_with_ptxas, ptxas_path
 from xla_teach.backends.gpu.runtime import GpuUnavailableError, device_available
+from xla_teach.hlo.evaluator import HloEvaluator
+from xla_teach.hlo.ir import HloModule
 from xla_teach.tools.fake_data import fake_arguments
 
 CASES = all_cases()
@@ -35,7 +40,14 @@ ENTRY main {
 """
 
 
+def _compile_for_sm80(module: str | HloModule):  # type: ignore[no-untyped-def]
+    """Compile for sm_80 explicitly: on a machine with a GPU the default target is the device's."""
+    with flags.override(xla_teach_gpu_arch="sm_80"):
+        return compile_module(module, "gpu")
+
+
 def _assemble(ptx: str, what: str) -> None:
+    """sm_80 PTX assembles for sm_80 and (forward compatible) for sm_90."""
     for arch in ("sm_80", "sm_90"):
         ok, log = assemble_with_ptxas(ptx, arch)
         assert ok, f"{what}: ptxas -arch={arch} rejected the PTX:\n{log}"
@@ -44,7 +56,7 @@ def _assemble(ptx: str, what: str) -> None:
 @needs_ptxas
 @pytest.mark.parametrize("text", [t for _, t in CASES], ids=[n for n, _ in CASES])
 def test_op_case_ptx_assembles(text: str) -> None:
-    executable = compile_module(text, "gpu")
+    executable = _compile_for_sm80(text)
     assert ".entry" in executable.artifacts.ptx
     _assemble(executable.artifacts.ptx, "op case")
 
@@ -53,7 +65,7 @@ def test_op_case_ptx_assembles(text: str) -> None:
 @pytest.mark.parametrize("path", SAMPLE_PROGRAMS + CORPUS, ids=lambda p: p.name)
 def test_sample_and_corpus_ptx_assembles(path: Path) -> None:
     module = load_sample(path)[0] if path.is_dir() else path.read_text()
-    _assemble(compile_module(module, "gpu").artifacts.ptx, path.name)
+    _assemble(_compile_for_sm80(module).artifacts.ptx, path.name)
 
 
 def test_launch_dimensions_are_in_the_optimized_hlo() -> None:
@@ -71,8 +83,6 @@ def test_launch_dimensions_are_in_the_optimized_hlo() -> None:
 
 
 def test_gpu_arch_flag_selects_the_ptx_target() -> None:
-    from xla_teach import flags
-
     with flags.override(xla_teach_gpu_arch="sm_90"):
         ptx = compile_module(SEED, "gpu").artifacts.ptx
     assert ".target sm_90" in ptx
@@ -137,6 +147,35 @@ def test_gpu_samples_match_xla(path: Path) -> None:
 
 @pytest.mark.gpu
 @needs_gpu
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+def test_gpu_corpus_matches_interpreter(path: Path) -> None:
+    got, want = run_both(path.read_text(), None, "gpu")
+    assert_same(got, want, {"rtol": 2e-4, "atol": 1e-5}, path.name)
+
+
+@pytest.mark.gpu
+@needs_gpu
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(hlo_modules())
+def test_random_modules_gpu_matches_interpreter(module: HloModule) -> None:
+    """As the CPU's differential test, except for one thing a GPU does differently by design: an
+    arithmetic op with a NaN operand returns the canonical NaN (0x7fffffff) rather than the
+    operand's payload and sign, so reading a float's bits (``bitcast-convert`` to an integer) may
+    differ from the interpreter's (x86's) NaN propagation. Such modules are left out."""
+    from tests.backends.cpu.test_cpu_random import _assert_matches
+    from tests.passes.pass_test_utils import special_inputs
+
+    assume(not any(i.opcode == "bitcast-convert" and i.operand(0).shape.element_type.is_float
+                   for c in module.computations for i in c.instructions))
+
+    executable = compile_module(module, "gpu")
+    for args in (fake_arguments(module, seed=1), special_inputs(module)):
+        want = HloEvaluator().evaluate_module(module, args)
+        _assert_matches(executable.execute(args), want, module, args)
+
+
+@pytest.mark.gpu
+@needs_gpu
 def test_nvrtc_route_runs_and_agrees_with_the_llvm_route() -> None:
     from xla_teach.backends.gpu.cuda_c import compare_routes, run_nvrtc_fusion
 
@@ -174,3 +213,35 @@ ENTRY e {
     # An odd size keeps one element per thread (and scalar accesses).
     odd = compile_module(text.replace("4096", "4099"), "gpu")
     assert not any(".v4." in a for a in re.findall(r"(?:ld|st)\.global[.\w]*", odd.artifacts.ptx))
+
+
+NARROW_NEGATE = """HloModule narrow_negate
+ENTRY main {
+  x = s16[6] parameter(0)
+  one = s16[] constant(1)
+  ones = s16[6] broadcast(one), dimensions={}
+  n = s16[6] negate(x)
+  a = s16[6] abs(x)
+  wide = s32[6] convert(n)
+  half = s16[6] shift-right-arithmetic(n, ones)
+  h = f16[6] bitcast-convert(n)
+  bits = s16[6] bitcast-convert(h)
+  aw = s32[6] convert(a)
+  ROOT t = (s32[6], s16[6], s16[6], s32[6]) tuple(wide, half, bits, aw)
+}"""
+
+
+def test_ptx_has_no_16_bit_negate() -> None:
+    """ptxas mis-compiles ``neg.s16`` of -32768 (see ``canonicalize_narrow_integers``): none reaches it."""
+    ptx = compile_module(NARROW_NEGATE, "gpu").artifacts.ptx
+    assert "neg.s16" not in ptx and "abs.s16" not in ptx, ptx
+    assert "neg.s32" in ptx
+    _assemble(_compile_for_sm80(NARROW_NEGATE).artifacts.ptx, "narrow negate")
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_16_bit_negate_of_the_minimum_wraps_on_the_device() -> None:
+    x = np.array([0, 1, -1, -32768, 32767, -7], np.int16)
+    got, want = run_both(NARROW_NEGATE, [x], "gpu")
+    assert_same(got, want, None, "narrow negate")
