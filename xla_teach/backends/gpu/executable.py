@@ -16,15 +16,16 @@ results back.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from xla_teach.backends.gpu.kernel_builder import LaunchDimensions
-from xla_teach.backends.gpu.runtime import CudaContext, DeviceBuffer
+from xla_teach.backends.gpu.runtime import CudaContext, DeviceBuffer, KernelArguments
 from xla_teach.hlo.literal import literal_at
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, BufferSlice, leaf_indices
@@ -84,17 +85,30 @@ class GpuKernelThunk:
     slices: list[BufferSlice]
     launch: LaunchDimensions
     nbytes: int
+    copies: list[Any] = field(default_factory=list)  # DeviceCopy steps issued first (a scatter's operand)
     kind: str = "kernel"
 
+    def __post_init__(self) -> None:
+        self.arguments = KernelArguments(len(self.slices))
+        self.lock = threading.Lock()
+        self.allocation_offsets = [(s.allocation.index, s.offset) for s in self.slices]
+
     def execute(self, ctx: CudaContext, run: DeviceRun, profiler: Any) -> None:
-        pointers = [run.address(s) for s in self.slices]
+        for copy in self.copies:
+            ctx.copy_device(run.address(copy.dest), run.address(copy.source), copy.nbytes)
+        addresses = run.addresses
+        pointers = [addresses[index] + offset for index, offset in self.allocation_offsets]
         if profiler is None:
-            ctx.launch(self.function, self.launch.blocks, self.launch.threads, pointers, 0)
+            with self.lock:  # one argument array per kernel: callers on other threads wait here
+                self.arguments.set(pointers)
+                ctx.launch_with(self.function, self.launch.blocks, self.launch.threads, self.arguments)
             return
+        self.arguments = KernelArguments(len(pointers))
+        self.arguments.set(pointers)
         start_event, end_event = ctx.event(), ctx.event()
         start = time.perf_counter()
         ctx.record(start_event)
-        ctx.launch(self.function, self.launch.blocks, self.launch.threads, pointers, 0)
+        ctx.launch_with(self.function, self.launch.blocks, self.launch.threads, self.arguments)
         ctx.record(end_event)
         ms = ctx.elapsed_ms(start_event, end_event)
         profiler.record(self.name, self.kind, start, start + ms / 1e3, self.nbytes)
@@ -164,7 +178,9 @@ class GpuSequence:
         self.parameter_leaves = [(assignment.slice(p, idx).allocation.index, assignment.value(p, idx).shape)
                                  for p in comp.parameter_instructions for idx in leaf_indices(p.shape)]
         self.outputs = [assignment.slice(comp.root, idx) for idx in leaf_indices(comp.root.shape)]
-        self.output_shapes = [assignment.value(comp.root, idx).shape for idx in leaf_indices(comp.root.shape)]
+        # The root's own shapes: a root that is a bitcast (reshape) shares its operand's buffer and
+        # value, whose shape is the operand's.
+        self.output_shapes = comp.root.shape.leaf_shapes()
         # One arena for constants and temporaries.
         self.arena_offsets: dict[int, int] = {}
         size = 0

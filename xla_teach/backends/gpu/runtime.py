@@ -8,7 +8,8 @@ this module, so the rest of the backend never sees driver error codes:
   executing says so plainly);
 * :class:`CudaContext` -- the primary context of device 0, module loading,
   kernel launches, copies, events;
-* :class:`DeviceBuffer` -- a ``cuMemAlloc`` allocation freed with its owner.
+* :class:`DeviceBuffer` -- device memory from a :class:`CachingAllocator`, given back with its owner;
+* :class:`KernelArguments` -- a launch's argument array, built once per kernel.
 """
 
 from __future__ import annotations
@@ -88,19 +89,99 @@ class DeviceInfo:
         return f"sm_{major}{minor}"
 
 
+# Device allocations are rounded up to whole 16-byte words. Kernels mark 16-byte aligned
+# arguments ``align 16``, and LLVM's load/store vectorizer may then read a short buffer's tail
+# with one 16-byte load (7 bf16 values: a 16-byte read of a 14-byte buffer). That never crosses a
+# 16-byte boundary, so it cannot fault, but it reads past the allocation (compute-sanitizer's
+# memcheck says so); rounding keeps every access inside the allocation.
+ALLOCATION_GRANULE = 16
+
+
+class CachingAllocator:
+    """Keeps freed device blocks for reuse, as XLA's and PyTorch's GPU allocators do.
+
+    ``cuMemAlloc`` and ``cuMemFree`` are slow (they may synchronise the device and take tens of
+    microseconds to milliseconds), and a compiled program allocates its results on every run. A
+    freed block goes onto a free list by its (rounded) size, and the next allocation of that
+    size takes it back without calling the driver. Every kernel and copy runs on the context's
+    one stream, so a block reused by a later launch is only touched after the earlier work that
+    used it -- stream order makes reuse safe without events. At most ``limit`` bytes are kept.
+    """
+
+    def __init__(self, driver: Any, limit: int = 4 << 30) -> None:
+        self.driver = driver
+        self.limit = limit
+        self.free: dict[int, list[int]] = {}
+        self.cached = 0
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def round_up(nbytes: int) -> int:
+        """Sizes are kept in classes: whole 16-byte words, then 1/8 steps of the power of two."""
+        size = -(-max(nbytes, 1) // ALLOCATION_GRANULE) * ALLOCATION_GRANULE
+        if size > 4096:
+            step = 1 << max(size.bit_length() - 4, 4)
+            size = -(-size // step) * step
+        return size
+
+    def allocate(self, nbytes: int) -> tuple[int, int]:
+        size = self.round_up(nbytes)
+        with self.lock:
+            blocks = self.free.get(size)
+            if blocks:
+                self.cached -= size
+                return blocks.pop(), size
+        return int(check(self.driver.cuMemAlloc(size), "cuMemAlloc")), size
+
+    def release(self, ptr: int, size: int) -> None:
+        with self.lock:
+            if self.cached + size <= self.limit:
+                self.free.setdefault(size, []).append(ptr)
+                self.cached += size
+                return
+        self.driver.cuMemFree(ptr)
+
+    def empty_cache(self) -> None:
+        with self.lock:
+            for blocks in self.free.values():
+                for ptr in blocks:
+                    self.driver.cuMemFree(ptr)
+            self.free.clear()
+            self.cached = 0
+
+
 class DeviceBuffer:
-    """Device memory from ``cuMemAlloc``; freed when this object goes away."""
+    """Device memory from the context's caching allocator; returned to it when this object goes away."""
 
     def __init__(self, ctx: CudaContext, nbytes: int) -> None:
         self.ctx = ctx
         self.nbytes = nbytes
-        self.ptr = int(check(ctx.driver.cuMemAlloc(max(nbytes, 1)), "cuMemAlloc"))
+        self.ptr, self.size = ctx.allocator.allocate(nbytes)
 
     def __del__(self) -> None:
         try:
-            self.ctx.driver.cuMemFree(self.ptr)
+            self.ctx.allocator.release(self.ptr, self.size)
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+class KernelArguments:
+    """The ``void** kernelParams`` of ``cuLaunchKernel`` for a kernel of pointer arguments, built once.
+
+    The driver wants an array of addresses, each pointing at one argument's value. Both arrays
+    live here for the thunk's lifetime; a launch only writes the new pointer values into
+    ``values`` (the driver copies them when the launch is issued, so the next launch may
+    overwrite them at once). Building them anew for every launch cost more than the launch.
+    """
+
+    def __init__(self, count: int) -> None:
+        self.values = np.zeros(max(count, 1), dtype=np.uint64)
+        base = self.values.ctypes.data
+        self.pointers = np.array([base + 8 * i for i in range(max(count, 1))], dtype=np.uint64)
+        self.params_address = int(self.pointers.ctypes.data)
+
+    def set(self, pointers: list[int]) -> None:
+        self.values[: len(pointers)] = pointers
 
 
 class CudaContext:
@@ -124,6 +205,7 @@ class CudaContext:
         self.context = check(d.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
         self.make_current()
         self.stream = check(d.cuStreamCreate(0), "cuStreamCreate")
+        self.allocator = CachingAllocator(d)
         # Sort and scatter run their CPU emitters on one GPU thread, which mallocs scratch space
         # from the device heap (8 MiB by default): give it room for large arrays.
         check(d.cuCtxSetLimit(d.CUlimit.CU_LIMIT_MALLOC_HEAP_SIZE, 1 << 30), "cuCtxSetLimit")
@@ -153,10 +235,18 @@ class CudaContext:
 
     def launch(self, function: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
                pointers: list[int], shared_bytes: int = 0) -> None:
-        values = [np.array([p], dtype=np.uint64) for p in pointers]
-        params = np.array([v.ctypes.data for v in values], dtype=np.uint64)
-        check(self.driver.cuLaunchKernel(function, *grid, *block, shared_bytes, self.stream,
-                                         params.ctypes.data, 0), "cuLaunchKernel")
+        """Launch with device pointers as the kernel's arguments (see :class:`KernelArguments` for
+        the fast way when the same kernel is launched again and again)."""
+        arguments = KernelArguments(len(pointers))
+        arguments.set(pointers)
+        self.launch_with(function, grid, block, arguments, shared_bytes)
+
+    def launch_with(self, function: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                    arguments: KernelArguments, shared_bytes: int = 0) -> None:
+        err, = self.driver.cuLaunchKernel(function, *grid, *block, shared_bytes, self.stream,
+                                          arguments.params_address, 0)
+        if err != self.driver.CUresult.CUDA_SUCCESS:
+            check((err,), "cuLaunchKernel")
 
     def synchronize(self) -> None:
         check(self.driver.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
