@@ -452,7 +452,141 @@ def collective_cases() -> list[tuple[str, str]]:
     ]
 
 
+def parallel_kernel_cases() -> list[tuple[str, str]]:
+    """Sorts, scatters, dynamic-update-slices and rng-bit-generators at sizes and types that take
+    each path of the GPU's parallel kernels: a sort in shared memory and one too long for it, ties
+    (fake integers lie in [0, 8)), colliding scatter updates for every atomic flavour, in-place and
+    copying dynamic-update-slice, and Philox streams of every width."""
+    lt = {t: f"lt_{t} {{ a = {t}[] parameter(0)  b = {t}[] parameter(1)  ROOT r = pred[] compare(a, b), direction=LT }}"
+          for t in ("u8", "f32")}
+    less_kv = """less_kv {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT lt = pred[] compare(a, b), direction=LT
+}"""
+    less_f16 = """less_f16 {
+  a = f16[] parameter(0)
+  b = f16[] parameter(1)
+  c = bf16[] parameter(2)
+  d = bf16[] parameter(3)
+  ROOT gt = pred[] compare(a, b), direction=GT, type=TOTALORDER
+}"""
+    combiners = "\n".join([
+        ADD["f32"], ADD["f16"], ADD["s64"], ADD["bf16"],
+        "max_s32 { a = s32[] parameter(0)  b = s32[] parameter(1)  ROOT r = s32[] maximum(a, b) }",
+        "min_u32 { a = u32[] parameter(0)  b = u32[] parameter(1)  ROOT r = u32[] minimum(a, b) }",
+        MAX_F32,
+        "mul_u8 { a = u8[] parameter(0)  b = u8[] parameter(1)  ROOT r = u8[] multiply(a, b) }",
+        "or_pred { a = pred[] parameter(0)  b = pred[] parameter(1)  ROOT r = pred[] or(a, b) }",
+        "sub_first_f64 { a = f64[] parameter(0)  b = f64[] parameter(1)  c = f64[] constant(0.5)  "
+        "m = f64[] multiply(b, c)  ROOT r = f64[] add(a, m) }",
+    ])
+
+    def scatter(name: str, t: str, combiner: str, rows: int = 6, updates: int = 40) -> str:
+        return (f"  x{name} = {t}[{rows},3] parameter({len(name_order)})\n"
+                f"  i{name} = s32[{updates},1] parameter({len(name_order) + 1})\n"
+                f"  u{name} = {t}[{updates},3] parameter({len(name_order) + 2})\n"
+                f"  s{name} = {t}[{rows},3] scatter(x{name}, i{name}, u{name}), update_window_dims={{1}}, "
+                f"inserted_window_dims={{0}}, scatter_dims_to_operand_dims={{0}}, index_vector_dim=1, "
+                f"to_apply={combiner}")
+
+    name_order: list[str] = []
+    lines = []
+    for name, t, combiner in [("a", "f32", "add_f32"), ("b", "f16", "add_f16"), ("c", "s64", "add_s64"),
+                              ("d", "s32", "max_s32"), ("e", "u32", "min_u32"), ("f", "f32", "max_f32"),
+                              ("g", "u8", "mul_u8"), ("h", "pred", "or_pred"), ("k", "bf16", "add_bf16"),
+                              ("m", "f64", "sub_first_f64")]:
+        lines.append(scatter(name, t, combiner))
+        name_order += [f"x{name}", f"i{name}", f"u{name}"]
+    outputs = ", ".join(f"s{n}" for n in "abcdefghkm")
+    types = ", ".join(f"{t}[6,3]" for t in ["f32", "f16", "s64", "s32", "u32", "f32", "u8", "pred", "bf16",
+                                            "f64"])
+    return [
+        ("sort_long_rows_in_global_memory", _module("sortlong", """  xi = s32[3,5000] parameter(0)
+  k = f32[3,5000] convert(xi)
+  v = s32[3,5000] iota(), iota_dimension=1
+  ROOT s = (f32[3,5000], s32[3,5000]) sort(k, v), dimensions={1}, to_apply=less_kv""", less_kv)),
+        ("sort_many_short_columns", _module("sortcols", """  k = f16[64,33,7] parameter(0)
+  v = bf16[64,33,7] parameter(1)
+  ROOT s = (f16[64,33,7], bf16[64,33,7]) sort(k, v), dimensions={1}, is_stable=true, to_apply=less_f16""",
+                                             less_f16)),
+        ("sort_u8_and_a_single_element", _module("sortu8", """  k = u8[1000] parameter(0)
+  s = u8[1000] sort(k), dimensions={0}, to_apply=lt_u8
+  z = f32[1] parameter(1)
+  s1 = f32[1] sort(z), dimensions={0}, to_apply=lt_f32
+  ROOT t = (u8[1000], f32[1]) tuple(s, s1)""", lt["u8"] + "\n" + lt["f32"])),
+        ("scatter_colliding_updates_every_combiner", _module("scatters", "\n".join(lines) + f"""
+  ROOT t = ({types}) tuple({outputs})""", combiners)),
+        ("scatter_2d_windows_out_of_bounds", _module("scatter2d", """  x = f32[7,9] parameter(0)
+  i = s32[5,2] parameter(1)
+  u = f32[5,3,4] parameter(2)
+  ROOT s = f32[7,9] scatter(x, i, u), update_window_dims={1,2}, inserted_window_dims={}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=add_f32""",
+                                                   ADD["f32"])),
+        ("dynamic_update_slice_in_place_and_copying", _module("dus", """  x = f32[20,9] parameter(0)
+  u = f32[4,5] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  e = f32[20,9] exponential(x)
+  inplace = f32[20,9] dynamic-update-slice(e, u, i, j)
+  copied = f32[20,9] dynamic-update-slice(x, u, j, i)
+  ROOT t = (f32[20,9], f32[20,9], f32[20,9]) tuple(inplace, copied, x)""")),
+        # Large enough for the GPU's register-tiled dot: 128x128 tiles, 64x64 tiles with a batch,
+        # ragged edges (sizes that are no multiple of a tile) and a fused bias + relu epilogue.
+        ("dot_register_tiled_128_with_epilogue", _module("dot128", """  a = f32[2100,67] parameter(0)
+  b = f32[67,2000] parameter(1)
+  bias = f32[2000] parameter(2)
+  d = f32[2100,2000] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[2100,2000] broadcast(bias), dimensions={1}
+  s = f32[2100,2000] add(d, bb)
+  z = f32[] constant(0)
+  zb = f32[2100,2000] broadcast(z), dimensions={}
+  ROOT r = f32[2100,2000] maximum(s, zb)""")),
+        ("dot_register_tiled_64_batched", _module("dot64", """  q = f32[8,250,64] parameter(0)
+  k = f32[8,260,64] parameter(1)
+  ROOT s = f32[8,250,260] dot(q, k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}""")),
+        # Row fusions: a layer norm over two row dimensions of a 3-D array (4 x 3 rows of 5 x 70)
+        # and a log-softmax with a row longer than one block's threads.
+        ("row_fusion_layer_norm_and_log_softmax", _module("rows", """  x = f32[4,3,5,70] parameter(0)
+  zero = f32[] constant(0)
+  s = f32[4,3] reduce(x, zero), dimensions={2,3}, to_apply=add_f32
+  n = f32[] constant(350)
+  nb = f32[4,3] broadcast(n), dimensions={}
+  mean = f32[4,3] divide(s, nb)
+  mb = f32[4,3,5,70] broadcast(mean), dimensions={0,1}
+  c = f32[4,3,5,70] subtract(x, mb)
+  c2 = f32[4,3,5,70] multiply(c, c)
+  v = f32[4,3] reduce(c2, zero), dimensions={2,3}, to_apply=add_f32
+  vm = f32[4,3] divide(v, nb)
+  eps = f32[] constant(1e-5)
+  eb = f32[4,3] broadcast(eps), dimensions={}
+  ve = f32[4,3] add(vm, eb)
+  r = f32[4,3] rsqrt(ve)
+  rb = f32[4,3,5,70] broadcast(r), dimensions={0,1}
+  ln = f32[4,3,5,70] multiply(c, rb)
+  y = f32[6,5000] parameter(1)
+  ninf = f32[] constant(-inf)
+  m = f32[6] reduce(y, ninf), dimensions={1}, to_apply=max_f32
+  mxb = f32[6,5000] broadcast(m), dimensions={0}
+  d = f32[6,5000] subtract(y, mxb)
+  e = f32[6,5000] exponential(d)
+  t = f32[6] reduce(e, zero), dimensions={1}, to_apply=add_f32
+  l = f32[6] log(t)
+  lb = f32[6,5000] broadcast(l), dimensions={0}
+  ls = f32[6,5000] subtract(d, lb)
+  ROOT out = (f32[4,3,5,70], f32[6,5000]) tuple(ln, ls)""", ADD["f32"] + "\n" + MAX_F32)),
+        ("rng_bit_generator_every_width", _module("rbg", """  s = u64[2] parameter(0)
+  a = (u64[2], u32[3,333]) rng-bit-generator(s), algorithm=rng_philox
+  sa = u64[2] get-tuple-element(a), index=0
+  b = (u64[2], u64[1001]) rng-bit-generator(sa), algorithm=rng_philox
+  sb = u64[2] get-tuple-element(b), index=0
+  c = (u64[2], u16[37]) rng-bit-generator(sb), algorithm=rng_philox
+  ROOT t = ((u64[2], u32[3,333]), (u64[2], u64[1001]), (u64[2], u16[37])) tuple(a, b, c)""")),
+    ]
+
+
 def all_cases() -> list[tuple[str, str]]:
     return (elementwise_cases() + conversion_cases() + data_movement_cases() + reduction_cases()
             + contraction_cases() + indexing_cases() + control_flow_cases() + expanded_cases()
-            + collective_cases())
+            + collective_cases() + parallel_kernel_cases())

@@ -3,7 +3,7 @@
 Students read them first, and the docs' generated pass pages (docs/hooks/pass_pages.py) run the
 same "Before::" blocks at build time.
 
-Every pass of the default pipeline and of the CPU pipeline is covered: its module docstring's
+Every pass of the default pipeline and of the CPU and GPU pipelines is covered: its module docstring's
 "Before::" block must parse, and running the pass on it must give the "After::" block (compared
 after canonical printing, then both run on the interpreter with the same inputs). There are no
 exceptions: a new pass without a runnable example fails the test, and so does an example written
@@ -18,6 +18,7 @@ import pytest
 
 from tests.passes.pass_test_utils import check_pass
 from xla_teach.backends.cpu.cpu_pipeline import cpu_pipeline
+from xla_teach.backends.gpu.gpu_pipeline import gpu_pipeline
 from xla_teach.hlo.parser import parse_hlo
 from xla_teach.passes.pass_base import HloPass, HloPassPipeline
 from xla_teach.passes.pipeline import default_pipeline
@@ -33,7 +34,7 @@ def _leaf_passes(pipeline: HloPassPipeline) -> list[HloPass]:
 def _pipeline_passes() -> dict[str, type[HloPass]]:
     """Pass name -> pass class, over the default and the CPU pipelines."""
     passes: dict[str, type[HloPass]] = {}
-    for pipeline in (default_pipeline(), cpu_pipeline()):
+    for pipeline in (default_pipeline(), cpu_pipeline(), gpu_pipeline()):
         for p in _leaf_passes(pipeline):
             passes.setdefault(p.name, type(p))
     return passes

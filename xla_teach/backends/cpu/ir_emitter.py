@@ -41,9 +41,9 @@ from xla_teach.backends.cpu.kernels.scatter import (
     emit_select_and_scatter_kernel,
 )
 from xla_teach.backends.cpu.kernels.sort import emit_sort_kernel
-from xla_teach.backends.cpu.passes.row_fusion import is_row_fusion
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
+from xla_teach.passes.fusion.row_fusion import is_row_fusion
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, BufferSlice, ModuleBufferAssignment
 
 NO_THUNK = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "opt-barrier", "after-all"}

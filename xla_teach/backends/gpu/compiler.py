@@ -105,7 +105,7 @@ def _load(program: GpuProgram, artifacts: CompiledArtifacts) -> Any:
         for step in plan.steps:
             if isinstance(step, GpuKernelPlan):
                 seq.thunks.append(GpuKernelThunk(step.name, ctx.function(cu_module, step.name), step.slices,
-                                                 step.launch, step.nbytes))
+                                                 step.launch, step.nbytes, step.copies))
                 continue
             assert isinstance(step, HostPlan)
             instr = step.instruction

@@ -63,7 +63,7 @@ def compile_to_ptx(ir_text: str, arch: str, opt_level: int = 3) -> tuple[str, st
         optimize_module(module, tm, opt_level)
         optimized = str(module)
         ptx = tm.emit_assembly(module)
-    return optimized, ptx
+    return optimized, canonicalize_narrow_integers(ptx)
 
 
 def ptxas_path() -> str | None:
@@ -93,3 +93,35 @@ def assemble_with_ptxas(ptx: str, arch: str) -> tuple[bool, str]:
         result = subprocess.run([tool, f"-arch={normalize_arch(arch)}", str(source), "-o",
                                  str(Path(tmp) / "kernel.cubin")], capture_output=True, text=True, timeout=120)
     return result.returncode == 0, (result.stdout + result.stderr).strip()
+
+
+# ---- a ptxas workaround -------------------------------------------------------------------
+# PTX has 16-bit integer registers, but the GPU computes in 32-bit ones. The CUDA 13.0 ptxas
+# (and the driver's JIT) compiles ``neg.s16`` of -32768 to a 32-bit register holding +32768 --
+# a value no 16-bit register can hold -- and later instructions that trust the register to be
+# sign-extended (``cvt.s32.s16``, ``shr.s16``) then read 32768 where -32768 is meant: ``negate``
+# of an s16 -32768 followed by a convert to s32, a shift right, or a bitcast to f16 gave wrong
+# answers on an H200 (found by the hypothesis-generated modules run on the device). Each
+# ``neg.s16`` is therefore rewritten into an equivalent that ptxas does not turn back into it.
+_NEG16 = re.compile(r"^(\s*)(neg|abs)\.s16\s+(%\w+),\s*(%\w+);", re.MULTILINE)
+
+
+def canonicalize_narrow_integers(ptx: str) -> str:
+    """Rewrite every ``neg.s16`` (see above) so that its result is a proper 16-bit value."""
+    variant = os.environ.get("XLA_TEACH_PTX_NEG16", "wide")
+
+    def rewrite(match: re.Match[str]) -> str:
+        indent, op, dest, source = match.groups()
+        if variant == "none":
+            return match.group(0)
+        if op == "abs":
+            return (f"{indent}{{ .reg .b32 %wide; cvt.s32.s16 %wide, {source}; abs.s32 %wide, %wide; "
+                    f"cvt.u16.u32 {dest}, %wide; }}") if variant == "wide" else match.group(0)
+        if variant == "not":
+            return f"{indent}not.b16 {dest}, {source}; add.s16 {dest}, {dest}, 1;"
+        if variant == "xor":
+            return f"{indent}xor.b16 {dest}, {source}, 0xFFFF; add.s16 {dest}, {dest}, 1;"
+        return (f"{indent}{{ .reg .b32 %wide; cvt.s32.s16 %wide, {source}; neg.s32 %wide, %wide; "
+                f"cvt.u16.u32 {dest}, %wide; }}")
+
+    return _NEG16.sub(rewrite, ptx)

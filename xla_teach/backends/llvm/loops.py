@@ -24,8 +24,10 @@ from xla_teach.hlo.shape import Shape
 
 
 @contextmanager
-def for_range(b: ir.IRBuilder, stop: ir.Value, name: str, start: ir.Value | None = None) -> Iterator[ir.Value]:
-    """``for (i = start; i < stop; ++i)``; the builder ends positioned after the loop."""
+def for_range(b: ir.IRBuilder, stop: ir.Value, name: str, start: ir.Value | None = None,
+              step: ir.Value | None = None) -> Iterator[ir.Value]:
+    """``for (i = start; i < stop; i += step)`` (step 1 unless given, positive); the builder
+    ends positioned after the loop. A GPU kernel's threads stride by the thread count."""
     start = start if start is not None else i64(0)
     preheader = b.block
     header = b.append_basic_block(f"{name}.header")
@@ -39,7 +41,7 @@ def for_range(b: ir.IRBuilder, stop: ir.Value, name: str, start: ir.Value | None
     b.position_at_end(body)
     yield i
     latch = b.block
-    i.add_incoming(b.add(i, i64(1), name=f"{name}.next", flags=["nsw"]), latch)
+    i.add_incoming(b.add(i, step if step is not None else i64(1), name=f"{name}.next", flags=["nsw"]), latch)
     b.branch(header)
     b.position_at_end(exit_block)
 

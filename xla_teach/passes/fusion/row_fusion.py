@@ -5,7 +5,9 @@ Instruction fusion stops at reductions: ``softmax(x)`` becomes three kernels (ro
 memory. But every row is independent and small (a 1024-wide f32 row is 4 KiB and sits in L1), so
 one kernel can do all three steps per row: read the row from memory once, reduce it twice from
 cache, and write the result once. XLA's GPU compiler does the same for softmax-like patterns
-(``SoftmaxRewriterTriton``, a ``kCustom`` fusion); this is the CPU version.
+(``SoftmaxRewriterTriton``, a ``kCustom`` fusion). Both backends run this pass: the CPU walks a
+row at a time per thread, the GPU gives each row a thread block (``backend_config`` names which
+emitter takes the fusion: ``__cpu_row_fusion`` or ``__gpu_row_fusion``).
 
 The pass looks, from each candidate root, for a group of instructions over one shape
 ``[kept..., row...]`` made only of elementwise ops, scalar constants, ``reduce``s over exactly
@@ -75,8 +77,9 @@ After (one ``kCustom`` fusion; the backend config tells the CPU emitter it is a 
           backend_config={"fusion_backend_config":{"kind":"__cpu_row_fusion"}}
     }
 
-The CPU emitter (``kernels/row_fusion.py``) runs, per row: each reduction in order (its value
-then stands for the whole row), then the root over the row.
+The emitters (``backends/cpu/kernels/row_fusion.py``, ``backends/gpu/kernels/row_fusion.py``)
+run, per row: each reduction in order (its value then stands for the whole row), then the root
+over the row.
 """
 
 from __future__ import annotations
@@ -89,12 +92,19 @@ from xla_teach.passes.fusion.fusion_utils import create_fusion, fuse_producer
 from xla_teach.passes.fusion.instruction_fusion import fusible_computations
 from xla_teach.passes.pass_base import HloPass
 
-ROW_FUSION_CONFIG = json.dumps({"fusion_backend_config": {"kind": "__cpu_row_fusion"}}, separators=(",", ":"))
+
+def row_fusion_config(backend: str) -> str:
+    """The ``backend_config`` that marks a row fusion for ``backend``'s emitter."""
+    return json.dumps({"fusion_backend_config": {"kind": f"__{backend}_row_fusion"}}, separators=(",", ":"))
+
+
+ROW_FUSION_CONFIG = row_fusion_config("cpu")
+ROW_FUSION_CONFIGS = (ROW_FUSION_CONFIG, row_fusion_config("gpu"))
 MAX_ROW_ELEMENTS = 1 << 14  # a row must stay in the L1/L2 cache while it is reread
 
 
 def is_row_fusion(instr: HloInstruction) -> bool:
-    return instr.opcode == "fusion" and instr.backend_config == ROW_FUSION_CONFIG
+    return instr.opcode == "fusion" and instr.backend_config in ROW_FUSION_CONFIGS
 
 
 def _row_dims(shape) -> tuple[int, ...] | None:  # type: ignore[no-untyped-def]
@@ -110,6 +120,7 @@ class _Group:
         self.dims = tuple(root.shape.dimensions)
         self.members: dict[int, HloInstruction] = {root.unique_id: root}
         self.row: tuple[int, ...] | None = None  # the reduced (row) dimensions
+        self.row_values: dict[int, list[HloInstruction]] = {}  # broadcast -> the per-row values it spreads
 
     @property
     def reduces(self) -> int:
@@ -123,8 +134,8 @@ class _Group:
                 if op.unique_id not in self.members and self._admit(op):
                     self.members[op.unique_id] = op
                     stack.append(op)
-                    if op.opcode == "broadcast" and op.operand(0).opcode == "reduce":
-                        stack.append(op.operand(0))  # admitted with it: explore what it reduces
+                    if op.opcode == "broadcast":  # admitted with it: explore what its row values reduce
+                        stack += [m for m in self._row_values(op.operand(0)) if m.opcode == "reduce"]
         self._prune()
 
     def _prune(self) -> None:
@@ -154,30 +165,82 @@ class _Group:
             return False
         if op.opcode == "broadcast":
             source = op.operand(0)
-            return source.shape.rank == 0 or (source.opcode == "reduce"
-                                              and self._row_reduce(source, tuple(op.attrs["dimensions"])))
+            if source.shape.rank == 0:
+                return True
+            found = self._row_expression(source, tuple(op.attrs["dimensions"]))
+            if found is None:
+                return False
+            row, values = found
+            self.row = row
+            for value in values:
+                self.members[value.unique_id] = value
+            self.row_values[op.unique_id] = values
+            return True
         if op.opcode == "reduce":
-            return False  # only through a broadcast back over the rows (see _row_reduce)
+            return False  # only through a broadcast back over the rows (see _row_expression)
         return is_elementwise(op.opcode) and tuple(op.shape.dimensions) == self.dims
 
-    def _row_reduce(self, reduce: HloInstruction, broadcast_dims: tuple[int, ...]) -> bool:
-        """``reduce`` reduces rows of a group-shaped value and the broadcast puts it back over them."""
+    def _row_values(self, source: HloInstruction) -> list[HloInstruction]:
+        """The per-row instructions a broadcast in the group was admitted with."""
+        return next((v for v in self.row_values.values() if v and v[-1] is source), [])
+
+    def _row_expression(self, source: HloInstruction,
+                        broadcast_dims: tuple[int, ...]) -> tuple[tuple[int, ...], list[HloInstruction]] | None:
+        """Is ``source`` a per-row value -- row reductions of group-shaped values, combined by
+        elementwise ops over the kept dimensions (``mean = sum / n``, ``rsqrt(var + eps)``) -- that
+        the broadcast puts back over the rows? Then (the row dimensions, its instructions in
+        post order, ``source`` last)."""
+        kept = tuple(self.dims[d] for d in broadcast_dims)
+        row = self.row
+        found: list[HloInstruction] = []
+
+        def visit(v: HloInstruction) -> bool:
+            nonlocal row
+            if v in found:
+                return True
+            if v.opcode == "reduce":
+                r = self._row_reduce(v, broadcast_dims)
+                if r is None or (row is not None and r != row):
+                    return False
+                row = r
+            elif v.opcode == "constant":
+                if v.shape.rank != 0:
+                    return False
+            elif tuple(v.shape.dimensions) != kept or v.shape.is_tuple:
+                return False
+            elif v.opcode == "broadcast":
+                if v.operand(0).shape.rank != 0 or not visit(v.operand(0)):
+                    return False
+            elif not is_elementwise(v.opcode) or not all(visit(op) for op in v.operands):
+                return False
+            found.append(v)
+            return True
+
+        if not visit(source) or row is None:
+            return None
+        return row, found
+
+    def _row_reduce(self, reduce: HloInstruction, broadcast_dims: tuple[int, ...]) -> tuple[int, ...] | None:
+        """The row dimensions, if ``reduce`` reduces rows of a group-shaped value (the minor-most
+        dimensions in memory) and the broadcast puts its result back over them."""
         if reduce.operand_count != 2 or tuple(reduce.operand(0).shape.dimensions) != self.dims:
-            return False
+            return None
         row = tuple(sorted(reduce.attrs["dimensions"]))
         kept = tuple(d for d in range(len(self.dims)) if d not in row)
         layout = reduce.operand(0).shape.minor_to_major()
         if not row or broadcast_dims != kept or set(layout[: len(row)]) != set(row):
-            return False
-        if (self.row is not None and row != self.row) or reduce.operand(1).opcode != "constant":
-            return False
-        self.row = row
-        self.members[reduce.unique_id] = reduce
-        return True
+            return None
+        if reduce.operand(1).opcode != "constant":
+            return None
+        return row
 
 
 class RowFusion(HloPass):
     name = "row-fusion"
+
+    def __init__(self, backend: str = "cpu") -> None:
+        super().__init__()
+        self.config = row_fusion_config(backend)
 
     def run(self, module: HloModule) -> bool:
         changed = False
@@ -197,7 +260,7 @@ class RowFusion(HloPass):
                     self.note(f"{root.name}: rows of {row_elements} elements are too long to keep in cache")
                     continue
                 fusion = create_fusion(root, "kCustom", name=f"{root.opcode}_row_fusion")
-                fusion.backend_config = ROW_FUSION_CONFIG
+                fusion.backend_config = self.config
                 fused.update(group.members)
                 order = [i for i in reversed(comp.post_order()) if i.unique_id in group.members and i is not root]
                 for producer in order:

@@ -1,4 +1,4 @@
-"""The kernel of a ``row-fusion`` (see ``backends/cpu/passes/row_fusion.py``): a whole row-wise
+"""The kernel of a ``row-fusion`` (see ``passes/fusion/row_fusion.py``): a whole row-wise
 computation, one row at a time, so the row is read from memory once and then from cache::
 
     for kept index k in [begin, end):          # rows, split across threads

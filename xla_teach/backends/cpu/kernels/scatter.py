@@ -25,6 +25,7 @@ from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64
 from xla_teach.backends.llvm.ir_types import I1, I64
 from xla_teach.backends.llvm.loops import for_each_index, if_then, stack_slot
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
+from xla_teach.backends.llvm.scatter_indexing import scatter_target
 
 
 def _copy(ctx: KernelContext, source: IrArray, dest: IrArray) -> None:
@@ -39,42 +40,12 @@ def emit_scatter_kernel(ctx: KernelContext) -> tuple[int, int]:
     outputs = ctx.output_arrays
     for source, dest in zip(operands, outputs, strict=True):
         _copy(ctx, source, dest)
-    window_dims = list(instr.attrs["update_window_dims"])
-    inserted = set(instr.attrs["inserted_window_dims"])
-    to_operand = list(instr.attrs["scatter_dims_to_operand_dims"])
-    in_batching = list(instr.attr("input_batching_dims"))
-    idx_batching = list(instr.attr("scatter_indices_batching_dims"))
-    ivd = int(instr.attrs["index_vector_dim"])
-    op_shape, upd_shape, idx_shape = operands[0].shape, updates[0].shape, indices.shape
-    scatter_dims = [d for d in range(upd_shape.rank) if d not in window_dims]
-    idx_positions = [d for d in range(idx_shape.rank) if d != ivd]
-    operand_window_dims = [d for d in range(op_shape.rank) if d not in inserted and d not in in_batching]
-    signed = idx_shape.element_type.is_signed_int
+    upd_shape = updates[0].shape
 
     def body(u: IrIndex) -> None:
-        scatter_values = [u.dims[d] for d in scatter_dims]
-        position: list[ir.Value] = [i64(0)] * idx_shape.rank
-        for d, v in zip(idx_positions, scatter_values, strict=True):
-            position[d] = v
-        start: list[ir.Value] = [i64(0)] * op_shape.rank
-        for k, od in enumerate(to_operand):
-            if ivd < idx_shape.rank:
-                position[ivd] = i64(k)
-            start[od] = widen_index(b, indices.load(b, IrIndex(tuple(position), idx_shape)), signed)
-        for od, idd in zip(in_batching, idx_batching, strict=True):
-            start[od] = scatter_values[idx_positions.index(idd)]
-        window_size = {od: upd_shape.dimensions[ud] for od, ud in zip(operand_window_dims, window_dims, strict=True)}
-        offset = {od: u.dims[ud] for od, ud in zip(operand_window_dims, window_dims, strict=True)}
-        inside = ir.Constant(I1, 1)
-        target = []
-        for d in range(op_shape.rank):
-            # start <= dim - size, not start + size <= dim: the sum wraps for a start near 2^63.
-            last_start = op_shape.dimensions[d] - window_size.get(d, 1)
-            ok = b.and_(b.icmp_signed(">=", start[d], i64(0)), b.icmp_signed("<=", start[d], i64(last_start)))
-            inside = b.and_(inside, ok)
-            target.append(b.add(start[d], offset[d]) if d in offset else start[d])
+        inside, target = scatter_target(b, instr, indices, upd_shape, operands[0].shape, u)
         with if_then(b, inside, "scatter.inbounds"):
-            index = IrIndex(tuple(target), op_shape)
+            index = IrIndex(target, operands[0].shape)
             current = [out.load(b, IrIndex(index.dims, out.shape)) for out in outputs]
             new_values = [upd.load(b, IrIndex(u.dims, upd.shape)) for upd in updates]
             combined = emit_scalar_computation(b, instr.to_apply, current + new_values)
