@@ -165,6 +165,18 @@ def test_train_digits_on_gpu_without_one_says_so(capsys: pytest.CaptureFixture[s
     assert "no CUDA device/driver" in capsys.readouterr().err
 
 
+@pytest.mark.gpu
+def test_train_digits_on_the_gpu_learns_as_on_the_cpu(capsys: pytest.CaptureFixture[str]) -> None:
+    """The seeds' training example, every step compiled for and run on the device."""
+    from xla_teach.backends.gpu.runtime import device_available
+
+    if not device_available():
+        pytest.skip("no CUDA device/driver")
+    assert _train_digits().main(["--epochs", "2", "--backend", "gpu"]) == 0
+    accuracy = float(capsys.readouterr().out.split("test accuracy:")[1].split()[0])
+    assert accuracy > 0.85
+
+
 def test_render_refuses_to_replace_a_drawing_and_says_how_from_the_command_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from xla_teach.tools.cli import main

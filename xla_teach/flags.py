@@ -80,6 +80,8 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     _f("xla_teach_cpu_parallel", bool, True, "xla_teach: split large CPU kernels across threads."),
     _f("xla_teach_gpu_arch", str, "", "xla_teach: GPU architecture to compile for (e.g. sm_90); default: the "
        "device's, or sm_80 without one."),
+    _f("xla_teach_gpu_tf32", bool, True, "xla_teach: let large f32 dots at default precision run on tensor cores "
+       "in TF32 (10-bit mantissa inputs, f32 sums), as XLA's GPU compiler does; false keeps full f32."),
 ]}
 
 _lock = threading.Lock()

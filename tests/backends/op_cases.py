@@ -532,9 +532,11 @@ def parallel_kernel_cases() -> list[tuple[str, str]]:
   inplace = f32[20,9] dynamic-update-slice(e, u, i, j)
   copied = f32[20,9] dynamic-update-slice(x, u, j, i)
   ROOT t = (f32[20,9], f32[20,9], f32[20,9]) tuple(inplace, copied, x)""")),
-        # Large enough for the GPU's register-tiled dot: 128x128 tiles, 64x64 tiles with a batch,
-        # ragged edges (sizes that are no multiple of a tile) and a fused bias + relu epilogue.
-        ("dot_register_tiled_128_with_epilogue", _module("dot128", """  a = f32[2100,67] parameter(0)
+        # Large enough for the GPU's big dot kernels, with ragged edges (sizes that are no multiple
+        # of a tile) and a fused bias + relu epilogue: at default precision the TF32 tensor-core
+        # kernel (128x128 tiles), at highest precision the f32 register-tiled one (128x128 tiles,
+        # and 64x64 tiles with a batch).
+        ("dot_tf32_tensor_cores_with_epilogue", _module("dottf32", """  a = f32[2100,67] parameter(0)
   b = f32[67,2000] parameter(1)
   bias = f32[2000] parameter(2)
   d = f32[2100,2000] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
@@ -543,11 +545,21 @@ def parallel_kernel_cases() -> list[tuple[str, str]]:
   z = f32[] constant(0)
   zb = f32[2100,2000] broadcast(z), dimensions={}
   ROOT r = f32[2100,2000] maximum(s, zb)""")),
+        ("dot_register_tiled_128_with_epilogue", _module("dot128", """  a = f32[2100,67] parameter(0)
+  b = f32[67,2000] parameter(1)
+  bias = f32[2000] parameter(2)
+  d = f32[2100,2000] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={highest,highest}
+  bb = f32[2100,2000] broadcast(bias), dimensions={1}
+  s = f32[2100,2000] add(d, bb)
+  z = f32[] constant(0)
+  zb = f32[2100,2000] broadcast(z), dimensions={}
+  ROOT r = f32[2100,2000] maximum(s, zb)""")),
         ("dot_register_tiled_64_batched", _module("dot64", """  q = f32[8,250,64] parameter(0)
   k = f32[8,260,64] parameter(1)
   ROOT s = f32[8,250,260] dot(q, k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}""")),
-        # Row fusions: a layer norm over two row dimensions of a 3-D array (4 x 3 rows of 5 x 70)
-        # and a log-softmax with a row longer than one block's threads.
+        # Row fusions: a layer norm over two row dimensions of a 3-D array (4 x 3 rows of 5 x 70),
+        # a log-softmax with rows that do not divide among the threads, and a softmax whose rows
+        # split into 16-byte vectors.
         ("row_fusion_layer_norm_and_log_softmax", _module("rows", """  x = f32[4,3,5,70] parameter(0)
   zero = f32[] constant(0)
   s = f32[4,3] reduce(x, zero), dimensions={2,3}, to_apply=add_f32
@@ -575,7 +587,15 @@ def parallel_kernel_cases() -> list[tuple[str, str]]:
   l = f32[6] log(t)
   lb = f32[6,5000] broadcast(l), dimensions={0}
   ls = f32[6,5000] subtract(d, lb)
-  ROOT out = (f32[4,3,5,70], f32[6,5000]) tuple(ln, ls)""", ADD["f32"] + "\n" + MAX_F32)),
+  w = f32[16,1024] parameter(2)
+  wm = f32[16] reduce(w, ninf), dimensions={1}, to_apply=max_f32
+  wmb = f32[16,1024] broadcast(wm), dimensions={0}
+  wd = f32[16,1024] subtract(w, wmb)
+  we = f32[16,1024] exponential(wd)
+  ws = f32[16] reduce(we, zero), dimensions={1}, to_apply=add_f32
+  wsb = f32[16,1024] broadcast(ws), dimensions={0}
+  sm = f32[16,1024] divide(we, wsb)
+  ROOT out = (f32[4,3,5,70], f32[6,5000], f32[16,1024]) tuple(ln, ls, sm)""", ADD["f32"] + "\n" + MAX_F32)),
         ("rng_bit_generator_every_width", _module("rbg", """  s = u64[2] parameter(0)
   a = (u64[2], u32[3,333]) rng-bit-generator(s), algorithm=rng_philox
   sa = u64[2] get-tuple-element(a), index=0

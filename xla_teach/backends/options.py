@@ -33,6 +33,7 @@ class CompileOptions:
     run_hlo_passes: bool = True  # False: the module is already optimized (run-hlo-module)
     cpu_parallel: bool = True
     gpu_arch: str = ""
+    gpu_tf32: bool = True  # --xla_teach_gpu_tf32: large default-precision f32 dots on TF32 tensor cores
     debug_level: int = 0
     extra_passes: Sequence[tuple[str, HloPass]] = ()  # (position, pass): "before:NAME", "after:NAME", ...
     pipeline_hook: PipelineHook | None = None  # edits the backend's pipeline before it runs
@@ -61,6 +62,7 @@ class CompileOptions:
                                      opt_level=int(v["xla_teach_hlo_opt_level"])),
             cpu_parallel=bool(v["xla_teach_cpu_parallel"]),
             gpu_arch=str(v["xla_teach_gpu_arch"]),
+            gpu_tf32=bool(v["xla_teach_gpu_tf32"]),
             debug_level=int(v["xla_teach_debug"]),
         )
 

@@ -151,6 +151,7 @@ class GpuCompiler(CompilerBase):
         start = time.perf_counter()
         assignments = ModuleBufferAssignment(optimized)
         emitter = GpuIrEmitter(optimized, assignments)
+        emitter.allow_tf32 = self.options.gpu_tf32
         plans = emitter.emit_all()
         ir_text = annotate_kernels(str(emitter.llvm_module), emitter.comments)
         self.timings["ir_emission"] = time.perf_counter() - start

@@ -67,6 +67,8 @@ class GpuKernelPlan:
 class GpuIrEmitter(CpuIrEmitter):
     """Emits one NVPTX LLVM module for the whole HLO module."""
 
+    allow_tf32 = True  # --xla_teach_gpu_tf32
+
     def emit_all(self):  # type: ignore[no-untyped-def]
         self.llvm_module.triple = TRIPLE
         self.llvm_module.data_layout = DATA_LAYOUT
@@ -129,7 +131,7 @@ class GpuIrEmitter(CpuIrEmitter):
         if is_reduction_hero(hero):
             return emit_gpu_reduction_kernel
         if op == "dot" or (op == "fusion" and find_dot_in(instr) is not None):
-            return emit_gpu_dot_kernel
+            return lambda ctx: emit_gpu_dot_kernel(ctx, self.allow_tf32)
         if is_tiled_transpose(instr):
             return emit_gpu_transpose_kernel
         return emit_gpu_loop_kernel

@@ -32,11 +32,15 @@ SHARED = 3  # LLVM address space of __shared__ memory
 class LaunchDimensions:
     blocks: tuple[int, int, int]
     threads: tuple[int, int, int]
-    shared_bytes: int = 0
+    shared_bytes: int = 0  # static shared memory of the kernel (shown; nothing to pass at launch)
+    algorithm: str = ""  # which form of a kernel was chosen (a dot's tiling), shown in the HLO
 
     def as_config(self) -> dict[str, object]:
-        return {"blocks": list(self.blocks), "threads_per_block": list(self.threads),
-                "shared_memory_bytes": self.shared_bytes}
+        config: dict[str, object] = {"blocks": list(self.blocks), "threads_per_block": list(self.threads),
+                                     "shared_memory_bytes": self.shared_bytes}
+        if self.algorithm:
+            config["algorithm"] = self.algorithm
+        return config
 
 
 def linear_launch(elements: int, threads: int = 256) -> LaunchDimensions:
@@ -134,6 +138,14 @@ class GpuKernelBuilder:
         if isinstance(ty, ir.IntType) and ty.width < 32:
             return b.trunc(shuffle32(b.zext(value, I32)), ty)
         return shuffle32(value)
+
+    def launch_bounds(self, max_threads: int, min_blocks_per_multiprocessor: int) -> None:
+        """CUDA's ``__launch_bounds__``: ptxas keeps registers few enough that
+        ``min_blocks_per_multiprocessor`` blocks of ``max_threads`` fit on one multiprocessor."""
+        annotations = self.module.add_named_metadata("nvvm.annotations")
+        for key, value in (("maxntidx", max_threads), ("minctasm", min_blocks_per_multiprocessor)):
+            annotations.add(self.module.add_metadata([self.function, ir.MetaDataString(self.module, key),
+                                                      ir.Constant(I32, value)]))
 
     def finish(self) -> None:
         self.b.ret_void()

@@ -1,5 +1,8 @@
 """GPU dot: tiled matrix products through shared memory, with the epilogue fused.
 
+Large f32 products at default precision go to the tensor cores in TF32
+(:mod:`.dot_mma`), as XLA's do; the rest stay in f32 on the ordinary cores:
+
 **Register tiling** (large products). A block of 256 threads computes a ``BM x BN`` tile of
 ``C = A @ B`` (128x128, or 64x64 when 128x128 tiles would leave the GPU's ~130 multiprocessors
 short of blocks). It walks the contracting dimension ``BK = 8`` columns at a time: the block
@@ -25,7 +28,9 @@ write 16 neighbouring elements of C (coalesced).
 **One element per thread** (small products): 16x16 threads, each one output element, tiles of
 16 through shared memory -- each global element is read by a block once instead of 16 times.
 
-Batched products use ``blockIdx.z`` for the batch. Dots that do not fit either form (several
+Which form was chosen is the ``algorithm`` of the kernel's launch configuration in the optimized
+HLO (``mma_tf32_128x128``, ``register_tiled_128x128_8x8``, ``tiled_16x16``). Batched products use
+``blockIdx.z`` for the batch. Dots that do not fit either form (several
 contracting dimensions, f16/bf16, layouts that are not row-major) run one inner product per
 thread through the elemental emitter.
 """
@@ -39,6 +44,7 @@ from llvmlite import ir
 from xla_teach.backends.cpu.kernels.context import KernelContext, _loader
 from xla_teach.backends.cpu.kernels.dot import find_dot, gemm_shape
 from xla_teach.backends.gpu.kernel_builder import LaunchDimensions
+from xla_teach.backends.gpu.kernels.dot_mma import emit_gpu_mma_dot_kernel, mma_fits, uses_tf32
 from xla_teach.backends.gpu.kernels.loop import emit_gpu_loop_kernel
 from xla_teach.backends.llvm import elemental_ops as ops
 from xla_teach.backends.llvm.elemental_emitter import ElementalEmitter
@@ -52,7 +58,7 @@ TILE = 16
 MAX_GRID_YZ = 65535  # CUDA's limit on gridDim.y and gridDim.z
 
 
-def emit_gpu_dot_kernel(ctx: KernelContext) -> LaunchDimensions:
+def emit_gpu_dot_kernel(ctx: KernelContext, allow_tf32: bool = True) -> LaunchDimensions:
     dot = find_dot(ctx)
     assert dot is not None
     gemm = gemm_shape(dot)
@@ -64,10 +70,13 @@ def emit_gpu_dot_kernel(ctx: KernelContext) -> LaunchDimensions:
         # An empty product would launch a zero-sized grid (a launch error); a huge one would exceed the
         # grid limits. The loop kernel handles both (it emits nothing for an empty output).
         return emit_gpu_loop_kernel(ctx)
+    b, kb = ctx.b, ctx.kb
+    if uses_tf32(dot, allow_tf32) and mma_fits(gemm.m, gemm.n, gemm.batch):
+        sizes = [dot.operand(0).shape.dimensions[d] for d in dot_index_maps(dot)[0]]
+        return emit_gpu_mma_dot_kernel(ctx, dot, gemm, lambda z: _unflatten_batch(b, z, sizes))
     config = _register_tiling(gemm.m, gemm.n, gemm.batch, etype)
     if config is not None:
         return _emit_register_tiled(ctx, dot, gemm, config)
-    b, kb = ctx.b, ctx.kb
     fty = compute_type(etype)
     lhs, rhs = dot.operand(0), dot.operand(1)
     lb, lc, lf, rb, rc, rf = dot_index_maps(dot)
@@ -129,7 +138,8 @@ def emit_gpu_dot_kernel(ctx: KernelContext) -> LaunchDimensions:
             value = ElementalEmitter(b, gens).value_at(ctx.hero(), index)
         out.store(b, value, index)
     grid = (-(-gemm.n // TILE), -(-gemm.m // TILE), gemm.batch)
-    return LaunchDimensions(grid, (TILE, TILE, 1), 2 * TILE * TILE * (8 if etype is PrimitiveType.F64 else 4))
+    return LaunchDimensions(grid, (TILE, TILE, 1), 2 * TILE * TILE * (8 if etype is PrimitiveType.F64 else 4),
+                            f"tiled_{TILE}x{TILE}")
 
 
 def _unflatten_batch(b: ir.IRBuilder, batch: ir.Value, sizes: list[int]) -> list[ir.Value]:
@@ -251,4 +261,5 @@ def _emit_register_tiled(ctx: KernelContext, dot, gemm, t: Tiling) -> LaunchDime
                 out.store(b, value, index)
     grid = (-(-gemm.n // t.bn), -(-gemm.m // t.bm), gemm.batch)
     width = 8 if etype is PrimitiveType.F64 else 4
-    return LaunchDimensions(grid, (threads, 1, 1), (t.bm + t.bn) * t.bk * width)
+    return LaunchDimensions(grid, (threads, 1, 1), (t.bm + t.bn) * t.bk * width,
+                            f"register_tiled_{t.bm}x{t.bn}_{t.tm}x{t.tn}")
