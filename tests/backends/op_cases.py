@@ -557,7 +557,7 @@ def parallel_kernel_cases() -> list[tuple[str, str]]:
         ("dot_register_tiled_64_batched", _module("dot64", """  q = f32[8,250,64] parameter(0)
   k = f32[8,260,64] parameter(1)
   ROOT s = f32[8,250,260] dot(q, k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}""")),
-        # Row fusions: a layer norm over two row dimensions of a 3-D array (4 x 3 rows of 5 x 70),
+        # Row fusions: a layer norm with a scale over two row dimensions (4 x 3 rows of 5 x 70),
         # a log-softmax with rows that do not divide among the threads, and a softmax whose rows
         # split into 16-byte vectors.
         ("row_fusion_layer_norm_and_log_softmax", _module("rows", """  x = f32[4,3,5,70] parameter(0)
@@ -577,6 +577,9 @@ def parallel_kernel_cases() -> list[tuple[str, str]]:
   r = f32[4,3] rsqrt(ve)
   rb = f32[4,3,5,70] broadcast(r), dimensions={0,1}
   ln = f32[4,3,5,70] multiply(c, rb)
+  g = f32[5,70] parameter(3)
+  gb = f32[4,3,5,70] broadcast(g), dimensions={2,3}
+  lg = f32[4,3,5,70] multiply(ln, gb)
   y = f32[6,5000] parameter(1)
   ninf = f32[] constant(-inf)
   m = f32[6] reduce(y, ninf), dimensions={1}, to_apply=max_f32
@@ -595,7 +598,7 @@ def parallel_kernel_cases() -> list[tuple[str, str]]:
   ws = f32[16] reduce(we, zero), dimensions={1}, to_apply=add_f32
   wsb = f32[16,1024] broadcast(ws), dimensions={0}
   sm = f32[16,1024] divide(we, wsb)
-  ROOT out = (f32[4,3,5,70], f32[6,5000], f32[16,1024]) tuple(ln, ls, sm)""", ADD["f32"] + "\n" + MAX_F32)),
+  ROOT out = (f32[4,3,5,70], f32[6,5000], f32[16,1024]) tuple(lg, ls, sm)""", ADD["f32"] + "\n" + MAX_F32)),
         ("rng_bit_generator_every_width", _module("rbg", """  s = u64[2] parameter(0)
   a = (u64[2], u32[3,333]) rng-bit-generator(s), algorithm=rng_philox
   sa = u64[2] get-tuple-element(a), index=0

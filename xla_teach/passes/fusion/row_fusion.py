@@ -11,8 +11,10 @@ emitter takes the fusion: ``__cpu_row_fusion`` or ``__gpu_row_fusion``).
 
 The pass looks, from each candidate root, for a group of instructions over one shape
 ``[kept..., row...]`` made only of elementwise ops, scalar constants, ``reduce``s over exactly
-the row dimensions (the minor-most in memory) and ``broadcast``s of such reductions back over
-the rows; every value inside the group must be used only inside it. With at least one reduction
+the row dimensions (the minor-most in memory), ``broadcast``s of such reductions back over the
+rows (also through elementwise ops on the reduced values: ``mean = sum / n``), and broadcasts of
+values from outside (a layer norm's scale and offset); every value inside the group must be used
+only inside it. With at least one reduction
 inside, the group becomes one ``kCustom`` fusion.
 
 The pass runs just before instruction fusion, on unfused HLO.
@@ -169,7 +171,9 @@ class _Group:
                 return True
             found = self._row_expression(source, tuple(op.attrs["dimensions"]))
             if found is None:
-                return False
+                # Any other broadcast (a layer norm's scale and offset over the rows) is computed
+                # in the kernel from its operand, which the fusion reads.
+                return tuple(op.shape.dimensions) == self.dims
             row, values = found
             self.row = row
             for value in values:
