@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything xla_teach needs on a fresh Debian/Ubuntu machine:
 # a virtual environment in .venv with the package (editable) and its test/doc extras,
-# and Graphviz's `dot` (through apt) for rendering HLO graphs.
+# Graphviz's `dot` (through apt) for rendering HLO graphs, and Chromium with its chromedriver for
+# the browser tests of the pages people look at (XLA_TEACH_BROWSER_TESTS=0 skips them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,8 +10,9 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; t
 
 apt_packages=()
 command -v dot >/dev/null 2>&1 || apt_packages+=(graphviz)
-if [ "${XLA_TEACH_BROWSER_TESTS:-1}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
-  apt_packages+=(chromium)
+if [ "${XLA_TEACH_BROWSER_TESTS:-1}" = 1 ]; then
+  command -v chromium >/dev/null 2>&1 || apt_packages+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || apt_packages+=(chromium-driver)  # selenium drives the explorer tests
 fi
 if [ ${#apt_packages[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "[bootstrap] installing with apt: ${apt_packages[*]}"

@@ -6,7 +6,8 @@
 3. run it on the CPU backend and on the reference interpreter and compare with NumPy;
 4. time it against NumPy's eager ``np.sum(x + y * z)`` (three passes over memory);
 5. compile it for the GPU too (LLVM IR -> PTX; running needs an NVIDIA device);
-6. write XLA-style dumps (``--xla_dump_to``) into a fresh folder under ``dumps/``.
+6. write XLA-style dumps (``--xla_dump_to``) into a fresh folder under ``dumps/``, with an
+   ``index.html`` and the compile explorer, whose path is printed last.
 
 Run ``python -m xla_teach.demo --help`` for options.
 """
@@ -68,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         executable = compile_module(module, "cpu")
         _section("2. The passes that ran (* = changed the module)")
         print(executable.recorder.table())
-        _section("   ... and the HLO after optimizations: one fused kernel")
+        fusions = sum(1 for i in executable.module.entry.instructions if i.opcode == "fusion")
+        _section(f"   ... and the HLO after optimizations: {fusions} fused kernel{'s' if fusions != 1 else ''}")
         print(executable.module.to_text())
 
         _section("3. Run it: CPU backend vs reference interpreter vs NumPy")
@@ -110,9 +112,16 @@ def main(argv: list[str] | None = None) -> int:
     for path in sorted(dump_dir.iterdir()) if dump_dir.is_dir() else []:
         print(f"  {path.name}")
     snapshots = sorted(dump_dir.glob("*.snapshot.*.npz"))
-    print("\nNext: open the .html files in a browser, or replay the snapshot with the CLI:")
     if snapshots:
+        print("\nReplay the snapshot with the CLI:")
         print(f"  .venv/bin/xla-teach replay {snapshots[-1]}")
+    index = dump_dir / "index.html"
+    explorers = sorted(dump_dir.glob("*.explorer.html"))
+    if index.is_file():
+        print(f"\nEvery dumped file, explained: {index}")
+    if explorers:
+        print("\nOpen the compile explorer in a browser (passes, graph, source lines, kernels, buffers):")
+        print(f"  {explorers[0].resolve()}")
     return 0
 
 

@@ -78,6 +78,8 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     _f("xla_teach_debug", int, 0, "xla_teach: print stages while compiling: 1 passes run, 2 timings, 3 HLO "
        "after each changed pass, 4 LLVM IR/PTX, 5 assembly."),
     _f("xla_teach_cpu_parallel", bool, True, "xla_teach: split large CPU kernels across threads."),
+    _f("xla_teach_dump_explorer", bool, True, "xla_teach: with --xla_dump_to, also write each module's compile "
+       "explorer (explorer.html) and the folder's index.html."),
     _f("xla_teach_gpu_arch", str, "", "xla_teach: GPU architecture to compile for (e.g. sm_90); default: the "
        "device's, or sm_80 without one."),
     _f("xla_teach_gpu_tf32", bool, True, "xla_teach: let large f32 dots at default precision run on tensor cores "
@@ -112,15 +114,16 @@ def parse_value(flag: Flag, text: str | None) -> Any:
     return text
 
 
-def parse_flag_string(text: str) -> dict[str, Any]:
-    """Parse an ``XLA_FLAGS``-style string into ``{name: value}``."""
+def parse_flag_string(text: str, where: str = "in XLA_FLAGS") -> dict[str, Any]:
+    """Parse an ``XLA_FLAGS``-style string into ``{name: value}``; ``where`` says where the text
+    came from in error messages (``"on the command line"``)."""
     values: dict[str, Any] = {}
     for item in text.split():
         if not item.startswith("--"):
-            raise FlagError(f"flags start with '--': '{item}' in XLA_FLAGS")
+            raise FlagError(f"flags start with '--': '{item}' {where}")
         name, sep, value = item[2:].partition("=")
         if name not in FLAGS:
-            raise FlagError(f"unknown flag --{name} in XLA_FLAGS{_suggest(name)}")
+            raise FlagError(f"unknown flag --{name} {where}{_suggest(name)}")
         values[name] = parse_value(FLAGS[name], value if sep else None)
     return values
 

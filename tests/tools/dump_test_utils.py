@@ -29,6 +29,7 @@ FILE_KINDS: dict[str, str] = {
     "assembly": r"s",
     "ptx": r"ptx",
     "snapshot": r"snapshot\.\d+\.(pb|npz)",
+    "explorer": r"explorer\.html",  # xla_teach's own: the compile explorer (XLA has none)
 }
 
 MODULE_FILE = re.compile(r"^(?:\d+\.)?module_(\d{4,})\.jit_f\.(.+)$")

@@ -100,6 +100,14 @@ class Compiled:
                                       f"({_why_missing(name, self.backend)})")
         return str(text)
 
+    def explore(self, path: str | None = None) -> Any:
+        """The compile explorer of this executable: every pass, the graph, source lines, kernels and
+        buffers on one offline page, written to ``path`` (default: a new temporary file). In Jupyter
+        the returned page shows inline; ``.path`` is the file to open in a browser."""
+        from xla_teach.tools.explorer import explore
+
+        return explore(self.executable, path)
+
     def pass_records(self) -> list[Any]:
         """One :class:`~xla_teach.passes.pass_base.PassRecord` per pass run (module before/after, timing)."""
         recorder = getattr(self.executable, "recorder", None)

@@ -132,7 +132,7 @@ class TraceContext:
         fields: dict[str, str | int] = {"op_name": f"{self.name_stack}/{op_name}"}
         loc = user_frame()
         if loc is not None:
-            fields["source_file"] = os.path.basename(loc.file)
+            fields["source_file"] = source_path(loc.file)
             fields["source_line"] = loc.line
         saved = self.builder._metadata
         self.builder.set_op_metadata(OpMetadata(fields))
@@ -143,6 +143,16 @@ class TraceContext:
 
 
 _CONTEXTS: list[TraceContext] = []
+
+
+def source_path(file: str) -> str:
+    """The path written into ``source_file``: relative to the working directory when the file is
+    below it (``model_fn.py``), else absolute -- so that the compile explorer can read the line."""
+    try:
+        relative = os.path.relpath(file)
+    except ValueError:  # another drive (Windows)
+        return os.path.abspath(file)
+    return os.path.abspath(file) if relative.startswith("..") else relative
 
 
 def current_context() -> TraceContext | None:

@@ -85,10 +85,11 @@ class PassRecord:
     def summary(self) -> str:
         mark = "*" if self.changed else " "
         why = f"  ({self.skipped})" if self.skipped else ""
+        name = f"{self.pipeline}/{self.pass_name}"
         return (
-            f"{self.index:4d} {mark} {self.pipeline}/{self.pass_name:<32s} "
-            f"instrs {self.instructions_before:4d} -> {self.instructions_after:<4d} "
-            f"fusions {self.fusions_before:3d} -> {self.fusions_after:<3d} {self.seconds * 1e3:8.2f} ms{why}"
+            f"{self.index:4d} {mark} {name:<52s} "
+            f"{self.instructions_before:5d} -> {self.instructions_after:<5d} "
+            f"{self.fusions_before:4d} -> {self.fusions_after:<4d} {self.seconds * 1e3:8.2f} ms{why}"
         )
 
 
@@ -118,7 +119,8 @@ class PassRecorder:
         """One line per pass run; ``*`` marks the ones that changed the module. With
         ``notes``, each pass's notes follow its line, indented (what it did, and why
         fusion refused each candidate it refused)."""
-        lines: list[str] = []
+        lines: list[str] = [f"{'#':>4s} * {'pipeline/pass':<52s} {'instructions':<14s}{'fusions':<12s}{'time':>8s}"
+                            "   (* changed the module; instructions include those inside fusions)"]
         for r in self.records:
             lines.append(r.summary())
             if notes:

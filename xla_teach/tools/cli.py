@@ -329,7 +329,7 @@ def _split_xla_flags(extra: list[str], parser: argparse.ArgumentParser) -> dict[
     unknown = [item for item in extra if not item.startswith("--xla_")]
     if unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    return parse_flag_string(" ".join(extra))
+    return parse_flag_string(" ".join(extra), where="on the command line")
 
 
 def main(argv: list[str] | None = None) -> int:

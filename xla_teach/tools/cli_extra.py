@@ -1,7 +1,8 @@
 """The ``render`` and ``demo`` subcommands of ``xla-teach`` (registered into :mod:`xla_teach.tools.cli`).
 
     xla-teach render module.txt -o module.svg [--optimized] [--collapse_fusions] [--max_nodes=N]
-    xla-teach demo [--n N] [--dump-to DIR]
+    xla-teach demo [--n N] [--dump_to DIR] [--skip_gpu]
+    xla-teach explore PATH [-o FILE] [--platform cpu]
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ def _run_render(a: argparse.Namespace) -> int:
 
 def _configure_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n", type=int, default=1 << 22, help="elements per input (default 2^22)")
-    p.add_argument("--dump-to", default=None, help="dump folder (default: a new dumps/seed_example_N)")
+    # Options are spelt with underscores, as XLA's tools spell theirs (--dump-to is accepted too).
+    p.add_argument("--dump_to", "--dump-to", dest="dump_to", default=None,
+                   help="dump folder (default: a new dumps/seed_example_N)")
     add_bool(p, "--skip_gpu", False, "skip the GPU compilation step")
 
 
@@ -53,5 +56,42 @@ def _run_demo(a: argparse.Namespace) -> int:
     return demo_main(argv)
 
 
+def _configure_explore(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", help="HLO text (a real XLA dump works), a snapshot (.npz), or a dump folder")
+    p.add_argument("-o", "--output", default="", help="the page to write (default: <input>.explorer.html; for a "
+                   "dump folder, each module's explorer and the folder's index.html). Never overwritten.")
+    p.add_argument("--platform", default="cpu", help="backend to compile for (default cpu)")
+
+
+def _run_explore(a: argparse.Namespace) -> int:
+    from xla_teach.tools.explorer import write_explorer
+    from xla_teach.tools.explorer.dump_index import write_dump_index
+    from xla_teach.tools.tool_support import ToolError, compile_on, load_hlo_input
+
+    path = Path(a.path)
+    if path.is_dir():
+        modules = sorted(path.glob("*module_*.before_optimizations.txt"))
+        if not modules:
+            raise ToolError(f"{path} holds no *.before_optimizations.txt: not a dump folder (--xla_dump_to)")
+        for source in modules:
+            target = source.with_name(source.name.replace("before_optimizations.txt", "explorer.html"))
+            if target.exists():
+                print(f"kept {target} (exists)")
+                continue
+            write_explorer(compile_on(load_hlo_input(str(source)).module, a.platform), target)
+            print(f"wrote {target}")
+        print(f"open {write_dump_index(path)}")
+        return 0
+    output = Path(a.output) if a.output else path.with_name(path.stem + ".explorer.html")
+    if output.exists():
+        raise ToolError(f"{output} exists; not overwriting it (choose another -o)")
+    module = load_hlo_input(a.path).module
+    written = write_explorer(compile_on(module, a.platform), output)
+    print(f"open {written}")
+    return 0
+
+
 register("render", "draw an HLO module as dot / svg / png / html", _configure_render, _run_render)
+register("explore", "write the compile explorer of a module or a dump folder (one offline HTML page)",
+         _configure_explore, _run_explore)
 register("demo", "the seeds' reduce_sum(x + y*z) through the whole compiler (make demo)", _configure_demo, _run_demo)

@@ -302,6 +302,12 @@ class ModuleDumper:
         for name, text in (artifacts.extra or {}).items():
             if isinstance(text, str | bytes) and text:
                 self.writer.write(name, text)
+        if self.writer.directory is not None and bool(self.flag_values.get("xla_teach_dump_explorer", True)):
+            from xla_teach.tools.explorer import explorer_html
+            from xla_teach.tools.explorer.dump_index import write_dump_index
+
+            self.writer.write("explorer.html", explorer_html(executable))
+            write_dump_index(self.writer.directory)
 
     def snapshot(self, args: list[Any], outputs: list[Any]) -> Path | None:
         """Write ``module_XXXX.NAME.snapshot.N.npz`` (module, arguments, results) through

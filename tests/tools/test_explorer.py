@@ -1,0 +1,254 @@
+"""The compile explorer: its structural diff, the data it gathers, the page it writes, and where it
+is produced (dumps, the CLI, ``Compiled.explore()``); then the page itself in a headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xla_teach as xt
+import xla_teach.numpy as xnp
+from xla_teach import flags, nn
+from xla_teach.api import compile_module
+from xla_teach.tools import render
+from xla_teach.tools.explorer import build_data, explore, explorer_html, structural_diff, write_explorer
+from xla_teach.tools.explorer.dump_index import write_dump_index
+
+needs_dot = pytest.mark.skipif(not render.have_dot(), reason="Graphviz dot not installed")
+
+SOFTMAX = """HloModule softmax
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT r = f32[] add(a, b) }
+max { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT r = f32[] maximum(a, b) }
+ENTRY main {
+  x = f32[8,100] parameter(0)
+  ninf = f32[] constant(-inf)
+  mx = f32[8] reduce(x, ninf), dimensions={1}, to_apply=max
+  mxb = f32[8,100] broadcast(mx), dimensions={0}
+  sub = f32[8,100] subtract(x, mxb)
+  e = f32[8,100] exponential(sub)
+  zero = f32[] constant(0)
+  s = f32[8] reduce(e, zero), dimensions={1}, to_apply=add
+  sb = f32[8,100] broadcast(s), dimensions={0}
+  ROOT d = f32[8,100] divide(e, sb)
+}
+"""
+
+
+def loss(params, x, y):  # type: ignore[no-untyped-def]
+    h = nn.relu(x @ params["w1"] + params["b1"])
+    logits = h @ params["w2"] + params["b2"]
+    return -xnp.mean(xnp.sum(nn.log_softmax(logits) * y, axis=1))
+
+
+def train_step(params, x, y):  # type: ignore[no-untyped-def]
+    value, grads = xt.value_and_grad(loss)(params, x, y)
+    return value, {k: params[k] - 0.1 * grads[k] for k in params}
+
+
+def mlp_compiled():  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(0)
+    params = {"w1": rng.standard_normal((64, 32), dtype=np.float32), "b1": np.zeros(32, np.float32),
+              "w2": rng.standard_normal((32, 10), dtype=np.float32), "b2": np.zeros(10, np.float32)}
+    x = rng.standard_normal((16, 64), dtype=np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 16)]
+    return xt.jit(train_step).lower(params, x, y).compile()
+
+
+def test_structural_diff_of_fusion_names_what_moved_where() -> None:
+    exe = compile_module(SOFTMAX, "cpu")
+    fusion = next(r for r in exe.recorder.records if r.pass_name == "row-fusion")
+    diff = structural_diff(fusion.before, fusion.after)
+    (name,) = diff.fused
+    assert name.endswith("row_fusion") and diff.added == [name]
+    # Every computing instruction of the softmax moved into the one fusion; none is reported removed.
+    assert sorted(diff.fused[name]) == sorted(["mx", "mxb", "sub", "e", "s", "sb", "d", "ninf", "zero"])
+    assert diff.removed == [] and diff.changed == []
+    assert set(diff.clones.values()) <= set(diff.fused[name])
+
+
+def test_structural_diff_sorts_added_removed_and_changed() -> None:
+    before = "HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  n = f32[4] negate(x)\n  ROOT a = f32[4] abs(n)\n}\n"
+    after = "HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  n2 = f32[4] exponential(x)\n  ROOT a = f32[4] abs(n2)\n}\n"
+    diff = structural_diff(before, after)
+    assert diff.added == ["n2"] and diff.removed == ["n"] and [c[0] for c in diff.changed] == ["a"]
+    assert diff.changed[0][1].endswith("abs(%n)") and diff.changed[0][2].endswith("abs(%n2)")
+
+
+def test_data_carries_every_pass_and_each_instruction_s_source_line() -> None:
+    compiled = mlp_compiled()
+    data = build_data(compiled.executable, graphs=False)
+    records = compiled.pass_records()
+    assert [p["name"] for p in data.passes] == [r.pass_name for r in records]
+    assert [p["changed"] for p in data.passes] == [r.changed for r in records]
+    assert all(p["diff"] is not None for p in data.passes if p["changed"])
+    dots = [(n, i) for n, i in data.instructions.items() if i["opcode"] == "dot"]
+    assert dots
+    lines = Path(__file__).read_text().splitlines()
+    for _, info in dots:
+        assert Path(info["source_file"]).resolve() == Path(__file__).resolve()
+        assert info["op_name"].startswith("jit(train_step)/")
+        assert data.sources[info["source_file"]][info["source_line"]] == lines[info["source_line"] - 1]
+        assert info["kernel"] and "define" in info["llvm_ir"] and info["buffer"].startswith("allocation")
+    fused = [i for i in data.instructions.values() if i["fusion"]]
+    assert fused and all(data.instructions[i["fusion"]]["opcode"] == "fusion" for i in fused)
+
+
+@needs_dot
+def test_page_is_self_contained_and_holds_the_data(tmp_path: Path) -> None:
+    exe = compile_module(SOFTMAX, "cpu")
+    page = explorer_html(exe)
+    assert "<script src" not in page and "<link" not in page and "@import" not in page
+    urls = set(re.findall(r"https?://[^\s\"'<>)\\]+", page))
+    assert urls <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}, urls
+    payload = re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S)
+    assert payload is not None
+    data = json.loads(payload.group(1).replace("<\\/", "</"))
+    assert len(data["passes"]) == len(exe.recorder.records) and data["graphs"][0]["svg"].startswith("<svg")
+    changed = [p for p in data["passes"] if p["changed"]]
+    assert all(p["graph"] >= 1 for p in changed)
+    path = write_explorer(exe, tmp_path / "softmax.html")
+    assert path.read_text() == page
+
+
+def test_dump_writes_the_explorer_and_an_index(tmp_path: Path) -> None:
+    with flags.override(xla_dump_to=str(tmp_path)):
+        compile_module(SOFTMAX, "cpu")
+        compile_module(SOFTMAX.replace("8,100", "4,50").replace("f32[8]", "f32[4]"), "cpu")
+    explorers = sorted(tmp_path.glob("*.explorer.html"))
+    assert [p.name for p in explorers] == ["module_0000.softmax.explorer.html", "module_0001.softmax.explorer.html"]
+    index = (tmp_path / "index.html").read_text()
+    assert 'href="module_0000.softmax.explorer.html"' in index and "module 0001" in index
+    assert "before_optimizations.txt" in index  # the legend
+
+
+def test_dump_index_never_replaces_a_page_it_did_not_write(tmp_path: Path) -> None:
+    (tmp_path / "index.html").write_text("mine")
+    with pytest.raises(FileExistsError, match="not written by xla_teach"):
+        write_dump_index(tmp_path)
+    assert (tmp_path / "index.html").read_text() == "mine"
+
+
+def test_cli_explores_a_file_and_a_dump_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from xla_teach.tools.cli import main
+
+    source = tmp_path / "softmax.hlo"
+    source.write_text(SOFTMAX)
+    assert main(["explore", str(source)]) == 0
+    page = tmp_path / "softmax.explorer.html"
+    assert page.is_file() and str(page) in capsys.readouterr().out
+    assert main(["explore", str(source)]) == 2  # never overwritten
+    assert "exists" in capsys.readouterr().err
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    with flags.override(xla_dump_to=str(dump), xla_teach_dump_explorer=False):
+        compile_module(SOFTMAX, "cpu")
+    assert not list(dump.glob("*.explorer.html"))
+    assert main(["explore", str(dump)]) == 0
+    assert (dump / "module_0000.softmax.explorer.html").is_file() and (dump / "index.html").is_file()
+    assert main(["explore", str(tmp_path / "nothing_here")]) == 2
+
+
+def test_compiled_explore_writes_a_page_and_shows_it_inline(tmp_path: Path) -> None:
+    compiled = mlp_compiled()
+    page = compiled.explore(str(tmp_path / "mlp.html"))
+    assert page.path.is_file() and "jit_train_step" in page.path.read_text()
+    inline = page._repr_html_()
+    assert inline.startswith("<iframe srcdoc=") and "&lt;!DOCTYPE html&gt;" in inline
+    with pytest.raises(FileExistsError):
+        compiled.explore(str(tmp_path / "mlp.html"))
+    temporary = explore(compiled.executable)
+    assert temporary.path.is_file()
+    temporary.path.unlink()
+
+
+# ---- in a real browser ---------------------------------------------------------------------
+CHROMEDRIVER = shutil.which("chromedriver")
+BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+
+
+@pytest.fixture(scope="module")
+def browser():  # type: ignore[no-untyped-def]
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[test]')")
+    if CHROMEDRIVER is None or BROWSER is None:
+        pytest.skip("no chromium and chromedriver (the README's set-up installs them)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = BROWSER
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1600,1000"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def _errors(driver) -> list[str]:  # type: ignore[no-untyped-def]
+    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] in ("SEVERE", "ERROR")]
+
+
+@needs_dot
+@pytest.mark.slow
+def test_explorer_in_a_browser_steps_searches_and_follows_a_source_line(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    compiled = mlp_compiled()
+    path = compiled.explore(str(tmp_path / "mlp.html")).path
+    shots = Path(tmp_path)
+    browser.get(path.as_uri())
+    assert browser.execute_script("return document.body.classList.contains('js')")
+    nodes = browser.execute_script("return document.querySelectorAll('#graph g.node[data-name]').length")
+    assert nodes > 40
+    browser.save_screenshot(str(shots / "1_optimized.png"))
+
+    # Step to the fusion pass with the keyboard: its panel lists what was fused into what.
+    passes = compiled.pass_records()
+    fusion_at = next(i for i, r in enumerate(passes) if r.pass_name == "fusion")
+    body = browser.find_element(By.TAG_NAME, "body")
+    for _ in range(fusion_at + 1):
+        body.send_keys("j")
+    current = browser.find_element(By.CSS_SELECTOR, "#passes li.current .name").text
+    assert current.startswith("fusion")
+    details = browser.find_element(By.ID, "details").text
+    assert "FUSED" in details.upper() and "fusion" in details
+    assert browser.execute_script("return document.querySelector('#graph .caption').textContent") == "after fusion"
+    browser.save_screenshot(str(shots / "2_fusion_pass.png"))
+
+    # Search for the dots, take the first: the panel shows its Python line, the same line's
+    # instructions are outlined, and its kernel's LLVM IR is there.
+    search = browser.find_element(By.ID, "search")
+    search.send_keys("dot")
+    assert browser.execute_script("return document.querySelectorAll('#results div[data-name]').length") >= 4
+    search.send_keys(Keys.ENTER)
+    details = browser.find_element(By.ID, "details").text
+    assert "PYTHON SOURCE" in details.upper()
+    assert 'x @ params["w1"]' in details or 'h @ params["w2"]' in details
+    assert browser.execute_script("return document.querySelectorAll('#graph g.node.selected').length") == 1
+    assert "LLVM IR of" in details
+    browser.save_screenshot(str(shots / "3_dot_selected.png"))
+
+    # Click a box in the graph: its panel opens; clicking the fusion link selects the fusion.
+    fused = [n for n, i in build_data(compiled.executable, graphs=False).instructions.items()
+             if i["fusion"] and i["opcode"] not in ("parameter", "constant")]
+    assert fused
+    clicked = browser.execute_script("""
+        const node = [...document.querySelectorAll('#graph g.node[data-name]')].find(n => arguments[0].includes(n.dataset.name));
+        node.dispatchEvent(new MouseEvent('click', {bubbles: true})); return node.dataset.name;""", fused)
+    assert clicked in browser.find_element(By.ID, "details").text
+    link = browser.find_elements(By.CSS_SELECTOR, "#details dd a[data-name]")
+    assert link, "a fused instruction links to its fusion"
+    fusion = link[0].get_attribute("data-name")
+    link[0].click()
+    assert browser.find_element(By.CSS_SELECTOR, "#details h2").text.split()[0] == fusion
+    assert "FUSED INSTRUCTIONS" in browser.find_element(By.ID, "details").text.upper()
+    # Zoom and fit keep the picture; no script error reached the console.
+    body.send_keys("+")
+    body.send_keys("f")
+    assert _errors(browser) == []
+    browser.save_screenshot(str(shots / "4_fusion_selected.png"))

@@ -1,0 +1,190 @@
+"""The explorer's data: everything the page shows, gathered from one compilation as plain JSON.
+
+* ``passes`` -- every pass run in order (pipeline, name, changed, time, instruction and fusion
+  counts, notes) and, for the passes that changed the module, the structural diff
+  (:mod:`.structural_diff`) and the index of a graph of what changed;
+* ``instructions`` -- every instruction of the optimized module: its HLO line, opcode, shape,
+  the front end's ``op_name`` and Python source line, the fusion that holds it, the kernel
+  that computes it (with that function's LLVM IR and, on the GPU, its PTX) and its buffer slice;
+* ``sources`` -- the Python lines the metadata points at, read from the files when they exist;
+* ``graphs`` -- SVG pictures (Graphviz), the optimized module first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xla_teach.hlo.ir import HloInstruction, HloModule
+from xla_teach.passes.pass_base import PassRecord
+from xla_teach.tools.explorer.structural_diff import structural_diff
+
+MAX_KERNEL_LINES = 400  # of one kernel's IR / PTX in a node panel
+FOCUS_NODES = 80  # boxes in a changed pass's picture of a large module
+
+
+@dataclass
+class ExplorerData:
+    title: str
+    backend: str = ""
+    passes: list[dict[str, Any]] = field(default_factory=list)
+    instructions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sources: dict[str, dict[int, str]] = field(default_factory=dict)
+    graphs: list[dict[str, str]] = field(default_factory=list)  # {"title", "svg"}
+    module_text: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {"title": self.title, "backend": self.backend, "passes": self.passes,
+                "instructions": self.instructions,
+                "sources": {f: {str(k): v for k, v in lines.items()} for f, lines in self.sources.items()},
+                "graphs": self.graphs, "moduleText": self.module_text}
+
+
+def _functions(text: str, start: str) -> dict[str, str]:
+    """Function name -> text, for LLVM IR (``define``) or PTX (``.entry``/``.func``) listings."""
+    found: dict[str, str] = {}
+    lines = text.splitlines()
+    pattern = re.compile(r'@"?([^"(\s]+)"?\(' if start == "define" else r"\.(?:entry|func)\s+(?:\([^)]*\)\s*)?(\w+)")
+    for i, line in enumerate(lines):
+        if not line.lstrip().startswith(start if start == "define" else (".entry", ".visible .entry", ".func")):
+            continue
+        match = pattern.search(line)
+        if match is None:
+            continue
+        body = []
+        for following in lines[i:]:
+            body.append(following)
+            if following.startswith("}"):
+                break
+        found[match.group(1)] = "\n".join(body[:MAX_KERNEL_LINES])
+    return found
+
+
+def _symbol(name: str) -> list[str]:
+    """The symbols the CPU (``add.1``) and GPU (``add_1``) emitters give a kernel named after ``name``."""
+    return [name, re.sub(r"[^A-Za-z0-9_]", "_", name)]
+
+
+def _metadata(instr: HloInstruction) -> dict[str, Any]:
+    fields = dict(instr.metadata.fields) if instr.metadata else {}
+    return {"op_name": fields.get("op_name", ""), "source_file": fields.get("source_file", ""),
+            "source_line": int(fields.get("source_line", 0) or 0)}
+
+
+def _instruction_table(module: HloModule, executable: Any) -> dict[str, dict[str, Any]]:
+    artifacts = getattr(executable, "artifacts", None)
+    ir_functions = _functions(getattr(artifacts, "llvm_ir", "") or "", "define")
+    ptx_functions = _functions(getattr(artifacts, "ptx", "") or "", ".entry")
+    assignment = getattr(executable, "buffer_assignment", None)
+    owners: dict[str, str] = {}
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if instr.opcode == "fusion":
+                owners[instr.fused_computation.name] = instr.name
+    table: dict[str, dict[str, Any]] = {}
+    for comp in module.computations:
+        owner = owners.get(comp.name)
+        sequential = assignment.computations.get(comp.name) if assignment is not None else None
+        for instr in comp.instructions:
+            entry: dict[str, Any] = {"line": instr.to_text(print_metadata=False).strip(), "opcode": instr.opcode,
+                                     "shape": str(instr.shape), "computation": comp.name, "fusion": owner or "",
+                                     **_metadata(instr)}
+            if instr.opcode == "fusion":
+                entry["fusion_kind"] = instr.fusion_kind
+                entry["members"] = [i.name for i in instr.fused_computation.instructions if i.opcode != "parameter"]
+            for symbol in _symbol(instr.name):
+                if symbol in ir_functions:
+                    entry["kernel"] = symbol
+                    entry["llvm_ir"] = ir_functions[symbol]
+                if symbol in ptx_functions:
+                    entry["kernel"] = symbol
+                    entry["ptx"] = ptx_functions[symbol]
+            if sequential is not None and not instr.shape.is_tuple and not instr.shape.is_token:
+                try:
+                    piece = sequential.slice(instr)
+                except (KeyError, ValueError, AssertionError):
+                    piece = None
+                if piece is not None:
+                    entry["buffer"] = (f"allocation {piece.allocation.index} ({piece.allocation.kind}), offset "
+                                       f"{piece.offset}, {piece.size} bytes")
+            table.setdefault(instr.name, entry)
+    return table
+
+
+def _sources(table: dict[str, dict[str, Any]]) -> dict[str, dict[int, str]]:
+    wanted: dict[str, set[int]] = {}
+    for entry in table.values():
+        if entry["source_file"] and entry["source_line"]:
+            wanted.setdefault(entry["source_file"], set()).add(entry["source_line"])
+    sources: dict[str, dict[int, str]] = {}
+    for name, lines in wanted.items():
+        path = Path(name)
+        if not path.is_file():
+            continue
+        try:
+            text = path.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        sources[name] = {n: text[n - 1] for n in sorted(lines) if 0 < n <= len(text)}
+    return sources
+
+
+def _pass_entry(record: PassRecord) -> dict[str, Any]:
+    return {"index": record.index, "pipeline": record.pipeline, "name": record.pass_name, "changed": record.changed,
+            "ms": round(record.seconds * 1e3, 3),
+            "instructions": [record.instructions_before, record.instructions_after],
+            "fusions": [record.fusions_before, record.fusions_after], "notes": list(record.notes),
+            "skipped": record.skipped, "diff": None, "graph": -1}
+
+
+def _svg(module: HloModule | str, **options: Any) -> str | None:
+    from xla_teach.tools import render
+
+    if not render.have_dot():
+        return None
+    try:
+        return render.svg_for_inline(render.render_svg(module, **options))
+    except Exception:  # noqa: BLE001 - a picture that cannot be drawn is left out, the rest stays
+        return None
+
+
+def build_data(executable: Any, title: str | None = None, graphs: bool = True) -> ExplorerData:
+    """Everything about one compiled executable (an ``Executable`` from ``compile_module``)."""
+    module: HloModule = executable.module
+    data = ExplorerData(title or module.name, backend=str(getattr(executable, "backend", "")))
+    data.module_text = module.to_text()
+    data.instructions = _instruction_table(module, executable)
+    data.sources = _sources(data.instructions)
+    if graphs:
+        svg = _svg(module, max_nodes=None)
+        if svg is not None:
+            data.graphs.append({"title": "optimized module", "svg": svg})
+    recorder = getattr(executable, "recorder", None)
+    for record in (recorder.records if recorder is not None else []):
+        entry = _pass_entry(record)
+        if record.changed and not record.skipped:
+            diff = structural_diff(record.before, record.after)
+            entry["diff"] = diff.as_json()
+            touched = sorted(diff.touched())
+            if graphs:
+                svg = _focused_svg(record.after, touched)
+                if svg is not None:
+                    entry["graph"] = len(data.graphs)
+                    data.graphs.append({"title": f"after {record.pass_name}", "svg": svg})
+        data.passes.append(entry)
+    return data
+
+
+def _focused_svg(after: str, touched: list[str]) -> str | None:
+    """The module after a pass with what it touched outlined; for a large module, only the
+    neighbourhood of the first touched instruction of the ENTRY computation."""
+    from xla_teach.hlo.parser import parse_hlo
+
+    module = parse_hlo(after)
+    entry_names = {i.name for i in module.entry.instructions}
+    if len(module.entry.instructions) <= FOCUS_NODES:
+        return _svg(module, highlight=touched, max_nodes=None)
+    center = next((n for n in touched if n in entry_names), None)
+    return _svg(module, highlight=touched, max_nodes=FOCUS_NODES, center=center)

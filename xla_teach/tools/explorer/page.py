@@ -1,0 +1,61 @@
+"""The explorer as one self-contained HTML file: styles, script, data and pictures inlined.
+
+The page makes no network request of any kind, so it opens offline, from a dump folder, an
+e-mail attachment or a bug report. Its parts: ``static/explorer.css``, ``static/explorer.js``
+and the JSON of :class:`~xla_teach.tools.explorer.model.ExplorerData` in a
+``<script type="application/json">`` element (``</`` escaped so that no string ends it).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from importlib import resources
+
+from xla_teach.tools.explorer.model import ExplorerData
+
+_TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title} - xla_teach compile explorer</title>
+<style>
+{css}
+</style>
+</head>
+<body>
+<header>
+  <h1>{title}</h1><span class="backend">{backend}</span>
+  <span class="spacer"></span>
+  <input id="search" type="search" placeholder="Search name, opcode or op_name  ( / )" autocomplete="off">
+  <button id="whole" title="the optimized module (0)">Optimized module</button>
+  <button id="fit" title="fit the graph to the window (f)">Fit</button>
+</header>
+<div id="results" class="hidden"></div>
+<div class="layout">
+  <nav id="passes">
+    <div class="controls"><label><input id="changed-only" type="checkbox"> changed passes only</label>
+      &middot; <kbd>j</kbd>/<kbd>k</kbd></div>
+    <ol id="pass-list"></ol>
+  </nav>
+  <main id="graph"></main>
+  <aside id="details"></aside>
+</div>
+<script type="application/json" id="data">{data}</script>
+<script>
+{js}
+</script>
+</body>
+</html>
+"""
+
+
+def _static(name: str) -> str:
+    return resources.files("xla_teach.tools.explorer").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def explorer_page(data: ExplorerData) -> str:
+    payload = json.dumps(data.as_json(), separators=(",", ":")).replace("</", "<\\/")
+    return _TEMPLATE.format(title=html.escape(data.title), backend=html.escape(data.backend or "?"),
+                            css=_static("explorer.css"), js=_static("explorer.js"), data=payload)

@@ -1,0 +1,303 @@
+// The compile explorer's page script. Everything it shows is in the JSON of <script id="data">;
+// it draws nothing itself: the graphs are SVGs that Graphviz laid out when the page was written.
+// This script steps through the passes, pans and zooms the graph, searches, and opens a panel
+// for an instruction with its HLO line, source line, fusion, kernel and buffer.
+(function () {
+  "use strict";
+  const data = JSON.parse(document.getElementById("data").textContent);
+  const $ = (id) => document.getElementById(id);
+  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+  const state = {pass: -1, graph: -1, scale: 1, x: 0, y: 0, selected: null};
+
+  // ---- passes ------------------------------------------------------------------------
+  const list = $("pass-list");
+  data.passes.forEach((p, i) => {
+    const li = document.createElement("li");
+    li.className = p.skipped ? "skipped" : (p.changed ? "changed" : "unchanged");
+    li.dataset.index = i;
+    li.title = p.pipeline + "/" + p.name + (p.skipped ? " (" + p.skipped + ")" : "");
+    li.innerHTML = '<span class="name">' + esc(p.name) + ' <span class="pipeline">' + esc(p.pipeline) +
+      '</span></span><span class="time">' + p.ms.toFixed(1) + " ms</span>";
+    li.addEventListener("click", () => showPass(i));
+    list.appendChild(li);
+  });
+  $("changed-only").addEventListener("change", (e) => $("passes").classList.toggle("changed-only", e.target.checked));
+
+  function visiblePasses() {
+    const changedOnly = $("changed-only").checked;
+    return data.passes.map((p, i) => i).filter((i) => !changedOnly || data.passes[i].changed);
+  }
+
+  function step(delta) {
+    const order = visiblePasses();
+    if (!order.length) return;
+    let at = order.indexOf(state.pass);
+    at = at < 0 ? (delta > 0 ? 0 : order.length - 1) : Math.min(order.length - 1, Math.max(0, at + delta));
+    showPass(order[at]);
+  }
+
+  function showPass(i) {
+    state.pass = i;
+    const p = data.passes[i];
+    for (const li of list.children) li.classList.toggle("current", Number(li.dataset.index) === i);
+    const current = list.children[i];
+    if (current) current.scrollIntoView({block: "nearest"});
+    if (p.graph >= 0) showGraph(p.graph);
+    let html = "<h2>" + esc(p.pipeline) + "/" + esc(p.name) + "</h2>";
+    html += '<div class="stat">' + (p.skipped ? "skipped: " + esc(p.skipped) : (p.changed ? "changed the module" : "no change")) +
+      " &middot; " + p.ms.toFixed(2) + " ms &middot; instructions " + p.instructions[0] + " &rarr; " + p.instructions[1] +
+      " (fused ones counted) &middot; fusions " + p.fusions[0] + " &rarr; " + p.fusions[1] + "</div>";
+    if (p.diff) html += diffHtml(p.diff);
+    if (p.notes.length) {
+      const items = p.notes.map((n) => "<li>" + linkNames(esc(n)) + "</li>").join("");
+      html += p.notes.length > 8
+        ? "<details><summary><h3 style=display:inline>Notes (" + p.notes.length + ")</h3></summary><ul class=notes>" + items + "</ul></details>"
+        : "<h3>Notes</h3><ul class=notes>" + items + "</ul>";
+    }
+    if (p.graph < 0 && p.changed) html += '<p class="stat">No picture of this step (Graphviz was not installed when the page was written).</p>';
+    $("details").innerHTML = html;
+    location.replace("#pass-" + p.index);
+  }
+
+  function nameLink(n) { return '<a data-name="' + esc(n) + '">' + esc(n) + "</a>"; }
+
+  function diffHtml(d) {
+    let html = "";
+    const fusions = Object.keys(d.fused);
+    if (fusions.length) {
+      html += "<h3>Fused</h3><ul>" + fusions.map((f) => '<li class="fused">' + nameLink(f) + " &larr; " +
+        d.fused[f].map(esc).join(", ") + "</li>").join("") + "</ul>";
+    }
+    if (d.added.length) html += '<h3>Added</h3><ul class="added">' + d.added.map((n) => "<li>" + nameLink(n) + "</li>").join("") + "</ul>";
+    if (d.removed.length) html += '<h3>Removed</h3><ul class="removed">' + d.removed.map((n) => "<li>" + esc(n) + "</li>").join("") + "</ul>";
+    if (d.changed.length) {
+      html += "<h3>Changed</h3>" + d.changed.map((c) => "<div>" + nameLink(c.name) + '<pre class="before">' + esc(c.before) +
+        '</pre><pre class="after">' + esc(c.after) + "</pre></div>").join("");
+    }
+    return html || '<p class="stat">The text changed, but no instruction did (names, order or metadata).</p>';
+  }
+
+  // Instruction names inside notes become links.
+  function linkNames(text) {
+    return text.replace(/[A-Za-z_][\w.\-]*/g, (w) => (data.instructions[w] ? nameLink(w) : w));
+  }
+
+  $("details").addEventListener("click", (e) => {
+    const a = e.target.closest("a[data-name]");
+    if (a) selectInstruction(a.dataset.name, false);
+  });
+
+  // ---- the graph: pan, zoom, fit -------------------------------------------------------
+  const view = $("graph");
+  function showGraph(g) {
+    if (g === state.graph) return;
+    state.graph = g;
+    const entry = data.graphs[g];
+    view.innerHTML = '<div class="caption">' + esc(entry.title) + "</div>" + entry.svg;
+    const svg = view.querySelector("svg");
+    if (!svg) return;
+    svg.removeAttribute("width");
+    svg.removeAttribute("height");
+    const box = svg.viewBox.baseVal;
+    svg.style.width = box.width + "px";
+    svg.style.height = box.height + "px";
+    for (const node of svg.querySelectorAll("g.node")) {
+      const name = nodeName(node);
+      if (name) node.dataset.name = name;
+    }
+    fit();
+    if (state.selected) mark(state.selected);
+  }
+
+  function nodeName(node) {
+    const a = node.querySelector("a");
+    const title = a && (a.getAttribute("xlink:title") || a.getAttribute("title"));
+    return title && data.instructions[title.split("\n")[0]] !== undefined ? title.split("\n")[0] : (title || null);
+  }
+
+  function apply() {
+    const svg = view.querySelector("svg");
+    if (svg) svg.style.transform = "translate(" + state.x + "px," + state.y + "px) scale(" + state.scale + ")";
+  }
+
+  function fit() {
+    const svg = view.querySelector("svg");
+    if (!svg) return;
+    const box = svg.viewBox.baseVal;
+    const w = view.clientWidth, h = view.clientHeight;
+    state.scale = Math.min(1.5, Math.min(w / box.width, h / box.height) * 0.95);
+    state.x = (w - box.width * state.scale) / 2;
+    state.y = Math.max(10, (h - box.height * state.scale) / 2);
+    apply();
+  }
+
+  function zoomAt(factor, cx, cy) {
+    const next = Math.min(8, Math.max(0.02, state.scale * factor));
+    state.x = cx - (cx - state.x) * (next / state.scale);
+    state.y = cy - (cy - state.y) * (next / state.scale);
+    state.scale = next;
+    apply();
+  }
+
+  view.addEventListener("wheel", (e) => {
+    e.preventDefault();
+    const r = view.getBoundingClientRect();
+    zoomAt(Math.exp(-e.deltaY * 0.0015), e.clientX - r.left, e.clientY - r.top);
+  }, {passive: false});
+  let drag = null;
+  view.addEventListener("mousedown", (e) => {
+    if (e.target.closest("g.node")) return;
+    drag = {x: e.clientX - state.x, y: e.clientY - state.y};
+    view.classList.add("dragging");
+  });
+  window.addEventListener("mousemove", (e) => { if (drag) { state.x = e.clientX - drag.x; state.y = e.clientY - drag.y; apply(); } });
+  window.addEventListener("mouseup", () => { drag = null; view.classList.remove("dragging"); });
+  view.addEventListener("click", (e) => {
+    const node = e.target.closest("g.node");
+    if (!node || !node.dataset.name) return;
+    e.preventDefault();
+    selectInstruction(node.dataset.name, true);
+  });
+  $("fit").addEventListener("click", fit);
+  $("whole").addEventListener("click", () => { if (data.graphs.length) showGraph(0); });
+
+  function centerOn(node) {
+    const svg = view.querySelector("svg");
+    const box = node.getBBox();
+    const vb = svg.viewBox.baseVal;
+    // SVG user units -> CSS pixels of the unscaled SVG (Graphviz translates its root group).
+    const ctm = node.getCTM(), root = svg.getCTM();
+    const px = (ctm.e - root.e) / root.a + box.x + box.width / 2 - vb.x;
+    const py = (ctm.f - root.f) / root.d + box.y + box.height / 2 - vb.y;
+    state.scale = Math.max(state.scale, 0.8);
+    state.x = view.clientWidth / 2 - px * state.scale;
+    state.y = view.clientHeight / 2 - py * state.scale;
+    apply();
+  }
+
+  // ---- selection, provenance --------------------------------------------------------------
+  function mark(name) {
+    const info = data.instructions[name] || {};
+    const related = new Set();
+    if (info.source_line) {
+      for (const [other, o] of Object.entries(data.instructions)) {
+        if (o.source_file === info.source_file && o.source_line === info.source_line) related.add(other);
+      }
+    }
+    let target = null;
+    for (const node of view.querySelectorAll("g.node")) {
+      const n = node.dataset.name;
+      node.classList.toggle("selected", n === name);
+      node.classList.toggle("related", n !== name && related.has(n));
+      if (n === name) target = node;
+    }
+    if (!target && info.fusion) {  // a fused instruction drawn as its fusion
+      target = view.querySelector('g.node[data-name="' + CSS.escape(info.fusion) + '"]');
+      if (target) target.classList.add("selected");
+    }
+    return target;
+  }
+
+  // fromGraph: clicked in the graph shown; where "module": show it in the optimized module;
+  // otherwise (a link in a pass's panel) in the picture shown when it is there.
+  function selectInstruction(name, fromGraph, where) {
+    state.selected = name;
+    const info = data.instructions[name];
+    const shown = view.querySelector('g.node[data-name="' + CSS.escape(name) + '"]');
+    if (!fromGraph && data.graphs.length && (where === "module" || !shown)) showGraph(0);
+    const node = mark(name);
+    if (node && !fromGraph) centerOn(node);
+    $("details").innerHTML = info ? instructionHtml(name, info) :
+      "<h2>" + esc(name) + '</h2><p class="stat">Not in the optimized module (a pass removed or renamed it).</p>';
+    location.replace("#instr-" + encodeURIComponent(name));
+  }
+
+  function instructionHtml(name, o) {
+    let html = "<h2>" + esc(name) + ' <span class="stat">' + esc(o.opcode) + "</span></h2>";
+    html += "<pre>" + esc(o.line) + "</pre><dl>";
+    html += "<dt>shape</dt><dd><code>" + esc(o.shape) + "</code></dd>";
+    html += "<dt>computation</dt><dd>" + esc(o.computation) + "</dd>";
+    if (o.op_name) html += "<dt>op_name</dt><dd><code>" + esc(o.op_name) + "</code></dd>";
+    if (o.fusion) html += "<dt>fused into</dt><dd>" + nameLink(o.fusion) + "</dd>";
+    if (o.fusion_kind) html += "<dt>fusion kind</dt><dd>" + esc(o.fusion_kind) + " (" + o.members.length + " instructions)</dd>";
+    if (o.kernel) html += "<dt>kernel</dt><dd><code>" + esc(o.kernel) + "</code></dd>";
+    if (o.buffer) html += "<dt>buffer</dt><dd>" + esc(o.buffer) + "</dd>";
+    html += "</dl>";
+    if (o.source_file) {
+      const code = (data.sources[o.source_file] || {})[String(o.source_line)];
+      html += "<h3>Python source</h3><div>" + esc(o.source_file) + ":" + o.source_line + "</div>";
+      if (code !== undefined) html += '<pre class="source">' + esc(code) + "</pre>";
+      const same = Object.entries(data.instructions).filter(([n, x]) => n !== name &&
+        x.source_file === o.source_file && x.source_line === o.source_line).map(([n]) => n);
+      if (same.length) html += '<div class="stat">Same line: ' + same.slice(0, 40).map(nameLink).join(", ") + (same.length > 40 ? " &hellip;" : "") + "</div>";
+    }
+    if (o.members) html += "<h3>Fused instructions</h3><div>" + o.members.map(nameLink).join(", ") + "</div>";
+    if (o.llvm_ir) html += "<details><summary>LLVM IR of " + esc(o.kernel) + "</summary><pre>" + esc(o.llvm_ir) + "</pre></details>";
+    if (o.ptx) html += "<details><summary>PTX of " + esc(o.kernel) + "</summary><pre>" + esc(o.ptx) + "</pre></details>";
+    return html;
+  }
+
+  // ---- search ----------------------------------------------------------------------------
+  const search = $("search"), results = $("results");
+  let hits = [], active = 0;
+  function runSearch() {
+    const q = search.value.trim().toLowerCase();
+    for (const node of view.querySelectorAll("g.node")) node.classList.remove("match");
+    if (!q) { results.classList.add("hidden"); return; }
+    hits = Object.entries(data.instructions).filter(([n, o]) => n.toLowerCase().includes(q) ||
+      o.opcode.toLowerCase() === q || (o.op_name || "").toLowerCase().includes(q)).slice(0, 200);
+    active = 0;
+    const names = new Set(hits.map(([n]) => n));
+    for (const node of view.querySelectorAll("g.node")) node.classList.toggle("match", names.has(node.dataset.name));
+    results.innerHTML = hits.length ? hits.map(([n, o], i) => '<div data-name="' + esc(n) + '"' + (i === 0 ? ' class="active"' : "") +
+      ">" + esc(n) + '<span class="op">' + esc(o.opcode) + (o.op_name ? " &middot; " + esc(o.op_name) : "") + "</span></div>").join("")
+      : '<div class="op">no instruction matches</div>';
+    const r = search.getBoundingClientRect();
+    results.style.left = r.left + "px";
+    results.style.top = r.bottom + 2 + "px";
+    results.classList.remove("hidden");
+  }
+  search.addEventListener("input", runSearch);
+  search.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && hits.length) { selectInstruction(hits[active][0], false, "module"); results.classList.add("hidden"); }
+    else if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      e.preventDefault();
+      active = (active + (e.key === "ArrowDown" ? 1 : hits.length - 1)) % Math.max(hits.length, 1);
+      [...results.children].forEach((d, i) => d.classList.toggle("active", i === active));
+    } else if (e.key === "Escape") { results.classList.add("hidden"); search.blur(); }
+  });
+  results.addEventListener("click", (e) => {
+    const d = e.target.closest("div[data-name]");
+    if (d) { selectInstruction(d.dataset.name, false, "module"); results.classList.add("hidden"); }
+  });
+
+  // ---- keys --------------------------------------------------------------------------------
+  document.addEventListener("keydown", (e) => {
+    if (e.target === search || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "j" || e.key === "ArrowDown") { e.preventDefault(); step(1); }
+    else if (e.key === "k" || e.key === "ArrowUp") { e.preventDefault(); step(-1); }
+    else if (e.key === "f") fit();
+    else if (e.key === "+" || e.key === "=") zoomAt(1.25, view.clientWidth / 2, view.clientHeight / 2);
+    else if (e.key === "-") zoomAt(0.8, view.clientWidth / 2, view.clientHeight / 2);
+    else if (e.key === "/") { e.preventDefault(); search.focus(); }
+    else if (e.key === "0") showGraph(0);
+  });
+  window.addEventListener("resize", fit);
+
+  // ---- start: the optimized module, or what the address asks for -----------------------------
+  document.body.classList.add("js");
+  if (data.graphs.length) showGraph(0);
+  else view.innerHTML = '<div class="empty">No graph: Graphviz (<code>dot</code>) was not installed when this page was written.</div>';
+  const hash = decodeURIComponent(location.hash.slice(1));
+  if (hash.startsWith("pass-")) {
+    const i = data.passes.findIndex((p) => "pass-" + p.index === hash);
+    if (i >= 0) showPass(i);
+  } else if (hash.startsWith("instr-")) {
+    selectInstruction(hash.slice(6), false, "module");
+  } else {
+    $("details").innerHTML = '<h2>' + esc(data.title) + '</h2><p>' + data.passes.length + ' pass runs, ' +
+      data.passes.filter((p) => p.changed).length + ' changed the module. Pick a pass on the left, or a box in the graph.</p>' +
+      '<p class="stat"><kbd>j</kbd>/<kbd>k</kbd> next/previous pass &middot; <kbd>/</kbd> search &middot; <kbd>f</kbd> fit &middot; ' +
+      '<kbd>+</kbd>/<kbd>-</kbd> zoom &middot; <kbd>0</kbd> the optimized module &middot; drag to pan, wheel to zoom</p>';
+  }
+})();
