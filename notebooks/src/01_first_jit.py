@@ -92,6 +92,16 @@ for record in compiled.pass_records():
               f"{record.fusions_after} fusion(s)")
 
 # %% [markdown]
+# The same story as a picture: the **compile explorer** shows every pass on the left (the
+# changed ones bold), the optimized module in the middle, and what you click on the right.
+# Pick `fusion` and step with `j`/`k`; click the `reduce` box for its HLO line, the Python
+# line it came from, its kernel's LLVM IR and its buffer. `compiled.explore().path` is the
+# same page as a file, to open in a browser.
+
+# %%
+compiled.explore()
+
+# %% [markdown]
 # ## 3. Three kernels versus one
 #
 # To see the program op by op, switch fusion off with XLA's own flag,

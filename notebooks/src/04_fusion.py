@@ -123,6 +123,11 @@ for text in (INPUT_HLO, OUTPUT_HLO):
 # `xla_teach/passes/fusion/fusion_rules.py`; every answer is written into the pass's
 # notes. Softmax is a good test: `exp(x - max(x))` is needed by **two** consumers,
 # the sum and the final divide.
+#
+# One pass runs before instruction fusion and would take this example away from it:
+# **row fusion** turns a whole softmax into a single kernel (section 3 ends with it). To
+# watch instruction fusion and multi-output fusion decide on their own, it is switched
+# off here with `--xla_disable_hlo_passes=row-fusion`.
 
 # %%
 SOFTMAX_HLO = """
@@ -150,7 +155,8 @@ ENTRY main {
   ROOT softmax = f32[64,128] divide(e, sum_b)
 }
 """
-softmax = compile_module(SOFTMAX_HLO, "cpu")
+with flags.override(xla_disable_hlo_passes="row-fusion"):
+    softmax = compile_module(SOFTMAX_HLO, "cpu")
 notes = fusion_notes(softmax)
 print("fused:")
 for note in notes:
@@ -204,6 +210,19 @@ expected = np.exp(logits - logits.max(axis=1, keepdims=True))
 expected /= expected.sum(axis=1, keepdims=True)
 print("max |cpu - numpy| =", np.abs(probabilities - expected).max())
 print("rows sum to one:", np.allclose(probabilities.sum(axis=1), 1.0, atol=1e-5))
+
+# %% [markdown]
+# With row fusion back on (the default), the whole softmax is **one** `kCustom` fusion: a
+# row is read from memory once, reduced twice from the cache, and written once. The compile
+# explorer below steps through every pass of that compilation: pick `row-fusion` on the
+# left to see what it moved into the fusion, or click a box for its HLO line and kernel.
+
+# %%
+from xla_teach.tools.explorer import explore
+
+softmax_rows = compile_module(SOFTMAX_HLO, "cpu")
+describe_fusions(softmax_rows)
+explore(softmax_rows)
 
 # %% [markdown]
 # ## 4. Why it matters: memory bandwidth, measured

@@ -87,6 +87,10 @@ for path in sorted(DUMP.iterdir()):
 # | `ir-no-opt.ll`, `ir-with-opt.ll`, `.s` | LLVM IR before and after LLVM's optimizations, and the assembly (notebook 05) |
 # | `debug_options` | the flags that differ from their defaults |
 # | `snapshot.0.npz` | the module **and the arguments and results** of run 0 (`--xla_dump_hlo_snapshots`) |
+# | `explorer.html` | xla_teach's own: the compile explorer of the module (one offline page) |
+#
+# xla_teach also writes `index.html` into the folder: every module with its files, and what the
+# names mean. Open it, or the explorer straight away, in a browser.
 #
 # Every file is plain text except the snapshot, and the HLO dumps parse back:
 

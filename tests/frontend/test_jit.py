@@ -221,3 +221,25 @@ def test_a_compiled_executable_only_takes_the_arguments_it_was_compiled_for() ->
     np.testing.assert_array_equal(compiled(np.arange(3, dtype=np.float32)), [0.0, 2.0, 4.0])
     with pytest.raises(TypeError, match=r"compiled for arguments \(f32\[3\]\) and is called with \(f32\[4\]\)"):
         compiled(np.ones(4, np.float32))
+
+
+def test_parameters_carry_their_pytree_path_as_op_name() -> None:
+    """As JAX writes it: a parameter's op_name is where the leaf sits in the arguments."""
+    from collections import namedtuple
+
+    Pair = namedtuple("Pair", ["a", "b"])
+
+    def f(params, batch, pair, *, scale):  # type: ignore[no-untyped-def]
+        return params["w"] @ batch[0] + params["b"] + pair.b + scale
+
+    args = ({"w": np.ones((2, 3), np.float32), "b": np.ones(2, np.float32)},
+            [np.ones(3, np.float32), np.ones(3, np.float32)], Pair(np.ones(2, np.float32), np.ones(2, np.float32)))
+    module = xla_teach.jit(f).lower(*args, scale=np.float32(2)).module
+    paths = [p.metadata.fields["op_name"] for p in module.entry.parameter_instructions]
+    assert paths == ["params['b']", "params['w']", "batch[0]", "batch[1]", "pair.a", "pair.b", "scale"]
+    text = module.to_text()
+    assert "op_name=\"params[\\'w\\']\"" in text  # printed with XLA's C escapes
+
+    from xla_teach.tools.render import hlo_to_dot
+
+    assert "params[&#39;w&#39;]" in hlo_to_dot(module) or "params['w']" in hlo_to_dot(module)

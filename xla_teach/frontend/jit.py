@@ -168,6 +168,22 @@ class JitFunction:
         return (in_tree, avals, statics, self.backend, flag_values)
 
     # ---- tracing -------------------------------------------------------------------------
+    def _param_path(self, leaf_index: int, in_tree: PyTreeDef) -> str:
+        """The argument's pytree path, as JAX writes it into a parameter's ``op_name``:
+        ``params['w1']``, ``batch[0]``, ``x``."""
+        (args_tree, kwargs_tree) = in_tree.children
+        k = leaf_index
+        for pos, child in enumerate(args_tree.children):
+            if k < child.num_leaves:
+                base = self._param_names[pos] if pos < len(self._param_names) else f"arg{pos}"
+                return base + child.leaf_path(k)
+            k -= child.num_leaves
+        for key, child in zip(kwargs_tree.data or (), kwargs_tree.children, strict=True):
+            if k < child.num_leaves:
+                return str(key) + child.leaf_path(k)
+            k -= child.num_leaves
+        return f"arg{leaf_index}"
+
     def _param_name(self, leaf_index: int, in_tree: PyTreeDef) -> str:
         (args_tree, kwargs_tree) = in_tree.children
         k = leaf_index
@@ -192,7 +208,7 @@ class JitFunction:
         full = list(leaves)
         with push_context(ctx):
             for number, (i, aval) in enumerate(zip(dyn_index, avals, strict=True)):
-                with ctx.metadata("parameter"):
+                with ctx.metadata(self._param_path(i, in_tree), scoped=False):
                     op = builder.parameter(number, aval.hlo_shape(), self._param_name(i, in_tree))
                 full[i] = Tracer(ctx, op, aval.weak_type)
             args, kwargs = tree_unflatten(in_tree, full)

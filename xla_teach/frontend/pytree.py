@@ -40,6 +40,24 @@ class PyTreeDef:
     data: Hashable = None
     children: tuple[PyTreeDef, ...] = ()
 
+    def leaf_path(self, index: int) -> str:
+        """Where leaf ``index`` sits, as Python would reach it: ``['w1']``, ``[0].b``, ``""`` for a
+        leaf itself (JAX's ``keystr`` of the leaf's key path)."""
+        if self.kind == "leaf":
+            return ""
+        for position, child in enumerate(self.children):
+            count = child.num_leaves
+            if index < count:
+                if self.kind == "dict":
+                    step = f"[{list(self.data)[position]!r}]"  # type: ignore[call-overload]
+                elif self.kind == "namedtuple":
+                    step = f".{self.data._fields[position]}"  # type: ignore[union-attr]
+                else:
+                    step = f"[{position}]"
+                return step + child.leaf_path(index)
+            index -= count
+        raise IndexError(f"leaf {index} is past the end of {self}")
+
     @property
     def num_leaves(self) -> int:
         if self.kind == "leaf":

@@ -127,9 +127,11 @@ class TraceContext:
         return Tracer(self, op, weak)
 
     @contextlib.contextmanager
-    def metadata(self, op_name: str) -> Iterator[None]:
-        """Attach ``op_name`` and the user's source line to the instructions built inside."""
-        fields: dict[str, str | int] = {"op_name": f"{self.name_stack}/{op_name}"}
+    def metadata(self, op_name: str, scoped: bool = True) -> Iterator[None]:
+        """Attach ``op_name`` (under the name stack unless not ``scoped``: a parameter's op_name is
+        its pytree path, ``params['w1']``, as JAX writes it) and the user's source line to the
+        instructions built inside."""
+        fields: dict[str, str | int] = {"op_name": f"{self.name_stack}/{op_name}" if scoped else op_name}
         loc = user_frame()
         if loc is not None:
             fields["source_file"] = source_path(loc.file)

@@ -176,11 +176,19 @@ def attribute_lines(instr: HloInstruction, max_len: int = 48) -> list[str]:
     return lines
 
 
+def op_name(instr: HloInstruction) -> str:
+    return str(instr.metadata.fields.get("op_name", "")) if instr.metadata else ""
+
+
 def node_label(instr: HloInstruction, inlined: dict[int, HloInstruction]) -> str:
-    """The HTML-like label of one node: name (or ``Parameter N``), opcode when the
-    name does not already say it, attributes, called reducers, shape, inlined constants."""
+    """The HTML-like label of one node: name (or ``Parameter N`` and the argument's pytree path,
+    ``params['w1']``), opcode when the name does not already say it, attributes, called reducers,
+    shape, inlined constants."""
     if instr.opcode == "parameter":
         lines = [f"<b>Parameter {instr.parameter_number}</b>"]
+        path = op_name(instr)
+        if path and "/" not in path:  # a front end's pytree path (params['w1']), not a scope
+            lines.append(f"<i>{esc(path)}</i>")
     else:
         lines = [f"<b>{esc(instr.name)}</b>"]
         if not instr.name.startswith(instr.opcode):
