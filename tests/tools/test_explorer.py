@@ -247,8 +247,42 @@ def test_explorer_in_a_browser_steps_searches_and_follows_a_source_line(browser,
     link[0].click()
     assert browser.find_element(By.CSS_SELECTOR, "#details h2").text.split()[0] == fusion
     assert "FUSED INSTRUCTIONS" in browser.find_element(By.ID, "details").text.upper()
+    # The memory view: a bar per buffer, the peak named in the panel.
+    body.send_keys("m")
+    assert browser.execute_script("return document.querySelectorAll('#graph g.buffer').length") >= 10
+    assert "LIVE AT THE PEAK" in browser.find_element(By.ID, "details").text.upper()
+    browser.save_screenshot(str(shots / "5_memory.png"))
+    body.send_keys("0")
     # Zoom and fit keep the picture; no script error reached the console.
     body.send_keys("+")
     body.send_keys("f")
     assert _errors(browser) == []
     browser.save_screenshot(str(shots / "4_fusion_selected.png"))
+
+
+def test_memory_view_adds_up_to_memory_analysis_to_the_byte() -> None:
+    compiled = mlp_compiled()
+    memory = build_data(compiled.executable, graphs=False).memory
+    assert memory is not None
+    peak = compiled.memory_analysis().peak_memory_in_bytes
+    assert memory["peak_bytes"] == peak
+    at_peak = [b for b in memory["buffers"] if b["start"] <= memory["peak_step"] <= b["end"]]
+    assert sum(b["size"] for b in at_peak) == peak
+    # No other step has more bytes live.
+    for step in range(len(memory["steps"])):
+        assert sum(b["size"] for b in memory["buffers"] if b["start"] <= step <= b["end"]) <= peak
+    assert {b["kind"] for b in memory["buffers"]} >= {"parameter", "output", "temp"}
+
+
+def test_dump_writes_xlas_three_buffer_reports(tmp_path: Path) -> None:
+    with flags.override(xla_dump_to=str(tmp_path), xla_teach_dump_explorer=False):
+        exe = compile_module(SOFTMAX, "cpu")
+    prefix = tmp_path / "module_0000.softmax.cpu_after_optimizations"
+    live = Path(f"{prefix}-live-range.txt").read_text()
+    entry = exe.buffer_assignment.entry
+    assert live.startswith(f"HloLiveRange (max {len(entry.order)}):") and f"Peak: {entry.peak_bytes} bytes" in live
+    assert f"(cumulative: {entry.peak_bytes} bytes)" in live
+    values = Path(f"{prefix}-buffer-assignment-values.txt").read_text()
+    assert values.count(" from instruction: ") == len(entry.values) and "ROOT" not in values
+    usage = Path(f"{prefix}-memory-usage-report.txt").read_text()
+    assert usage.count("cumulative_size;") == len(entry.allocations)

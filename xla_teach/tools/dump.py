@@ -295,6 +295,14 @@ class ModuleDumper:
         self.stages.write_stage(after, optimized, top_level=True)
         if self.formats.text and artifacts.buffer_assignment_text:
             self.writer.write(f"{after}-buffer-assignment.txt", artifacts.buffer_assignment_text)
+            assignment = getattr(executable, "buffer_assignment", None)
+            if assignment is not None:
+                from xla_teach.passes.scheduling import buffer_reports
+
+                entry = assignment.entry
+                self.writer.write(f"{after}-buffer-assignment-values.txt", buffer_reports.values_report(entry))
+                self.writer.write(f"{after}-live-range.txt", buffer_reports.live_range_report(entry))
+                self.writer.write(f"{after}-memory-usage-report.txt", buffer_reports.memory_usage_report(entry))
         for suffix, text in (("ir-no-opt.ll", artifacts.llvm_ir), ("ir-with-opt.ll", artifacts.optimized_llvm_ir),
                              ("s", artifacts.assembly), ("ptx", artifacts.ptx)):
             if text:

@@ -108,6 +108,8 @@ class BufferAssignment:
         self.output_aliases: list[OutputAlias] = []  # what became of the module's input_output_alias
         self.peak_bytes = 0  # most bytes alive at one step (see peak_live_bytes)
         self.peak_step = 0  # that step (an index into ``order``)
+        # What the peak counts: (value ids sharing the bytes, size, first step, last step) each.
+        self.live_buffers: list[LiveBuffer] = []
 
     # ---- queries used by backends -----------------------------------------------------
     def value(self, instr: HloInstruction, index: ShapeIndex = ()) -> HloValue:
@@ -342,14 +344,31 @@ def _peak(ba: BufferAssignment, kind_of: dict[int, str], blocks: dict[int, Buffe
     that writes them to the end, each temp block over its live range; values sharing bytes
     (in place, aliases, donated outputs) count once."""
     last = max(end_of_time - 1, 0)
-    intervals = [(block.size, block.start, block.end) for block in blocks.values()]
+    buffers = [LiveBuffer(tuple(block.members), block.size, block.start, block.end, "temp")
+               for block in blocks.values()]
     for v in ba.values:
         kind = kind_of[v.id]
         if kind in ("parameter", "constant"):
-            intervals.append((v.size, 0, last))
+            buffers.append(LiveBuffer((v.id,), v.size, 0, last, kind))
         elif kind in ("output", "external"):
-            intervals.append((v.size, ba.live_ranges[v.id][0], min(ba.live_ranges[v.id][1], last)))
-    return peak_live_bytes(intervals)
+            buffers.append(LiveBuffer((v.id,), v.size, ba.live_ranges[v.id][0], min(ba.live_ranges[v.id][1], last),
+                                      kind))
+    ba.live_buffers = buffers
+    return peak_live_bytes([(b.size, b.start, b.end) for b in buffers])
+
+
+@dataclass(frozen=True)
+class LiveBuffer:
+    """Bytes the peak counts: values that share them (in place), how many, from and to which step."""
+
+    values: tuple[int, ...]
+    size: int
+    start: int
+    end: int
+    kind: str  # parameter | constant | output | external | temp
+
+    def live_at(self, step: int) -> bool:
+        return self.start <= step <= self.end
 
 
 class ModuleBufferAssignment:

@@ -20,6 +20,8 @@ LEGEND = [
     ("before_optimizations.txt", "the HLO the front end produced, before any pass"),
     ("cpu_after_optimizations.txt / gpu_…", "the HLO after the backend's passes: fusions, layouts, schedule"),
     ("…-buffer-assignment.txt", "which buffer and offset every value lives in, and why"),
+    ("…-buffer-assignment-values.txt", "every value, its uses, and the instruction that makes it"),
+    ("…-live-range.txt / …-memory-usage-report.txt", "live ranges over the schedule, the peak; bytes per allocation"),
     ("NNNN.PIPELINE.after_PASS.before_NEXT.txt", "the module between two passes (--xla_dump_hlo_pass_re)"),
     ("ir-no-opt.ll / ir-with-opt.ll", "LLVM IR of the kernels before / after LLVM's optimizer"),
     (".s / .ptx", "the machine code: CPU assembly, or PTX for the GPU"),

@@ -7,7 +7,9 @@
   the front end's ``op_name`` and Python source line, the fusion that holds it, the kernel
   that computes it (with that function's LLVM IR and, on the GPU, its PTX) and its buffer slice;
 * ``sources`` -- the Python lines the metadata points at, read from the files when they exist;
-* ``graphs`` -- SVG pictures (Graphviz), the optimized module first.
+* ``graphs`` -- SVG pictures (Graphviz), the optimized module first;
+* ``memory`` -- the ENTRY computation's schedule and every buffer its peak counts, with live
+  ranges, so the page can draw them and name what is live at the peak.
 """
 
 from __future__ import annotations
@@ -34,12 +36,13 @@ class ExplorerData:
     sources: dict[str, dict[int, str]] = field(default_factory=dict)
     graphs: list[dict[str, str]] = field(default_factory=list)  # {"title", "svg"}
     module_text: str = ""
+    memory: dict[str, Any] | None = None  # the ENTRY's buffers over its schedule (see _memory)
 
     def as_json(self) -> dict[str, Any]:
         return {"title": self.title, "backend": self.backend, "passes": self.passes,
                 "instructions": self.instructions,
                 "sources": {f: {str(k): v for k, v in lines.items()} for f, lines in self.sources.items()},
-                "graphs": self.graphs, "moduleText": self.module_text}
+                "graphs": self.graphs, "moduleText": self.module_text, "memory": self.memory}
 
 
 def _functions(text: str, start: str) -> dict[str, str]:
@@ -150,6 +153,19 @@ def _svg(module: HloModule | str, **options: Any) -> str | None:
         return None
 
 
+def _memory(executable: Any) -> dict[str, Any] | None:
+    """The buffers that buffer assignment's peak adds up (``memory_analysis().peak_memory_in_bytes``)."""
+    assignment = getattr(executable, "buffer_assignment", None)
+    if assignment is None:
+        return None
+    entry = assignment.entry
+    by_id = {v.id: v for v in entry.values}
+    buffers = [{"names": [by_id[v].instruction.name for v in b.values], "size": b.size, "start": b.start,
+                "end": b.end, "kind": b.kind} for b in entry.live_buffers]
+    return {"steps": [i.name for i in entry.order], "buffers": buffers, "peak_step": entry.peak_step,
+            "peak_bytes": entry.peak_bytes, "temp_bytes": entry.temp_bytes}
+
+
 def build_data(executable: Any, title: str | None = None, graphs: bool = True) -> ExplorerData:
     """Everything about one compiled executable (an ``Executable`` from ``compile_module``)."""
     module: HloModule = executable.module
@@ -157,6 +173,7 @@ def build_data(executable: Any, title: str | None = None, graphs: bool = True) -
     data.module_text = module.to_text()
     data.instructions = _instruction_table(module, executable)
     data.sources = _sources(data.instructions)
+    data.memory = _memory(executable)
     if graphs:
         svg = _svg(module, max_nodes=None)
         if svg is not None:

@@ -59,7 +59,13 @@
     location.replace("#pass-" + p.index);
   }
 
-  function nameLink(n) { return '<a data-name="' + esc(n) + '">' + esc(n) + "</a>"; }
+  function nameLink(n) { return '<a data-name="' + esc(n) + '">' + esc(displayName(n)) + "</a>"; }
+
+  // A parameter is shown by its pytree path (params['w1']) when the front end wrote one.
+  function displayName(n) {
+    const o = data.instructions[n];
+    return o && o.opcode === "parameter" && o.op_name && !o.op_name.includes("/") ? o.op_name + " (" + n + ")" : n;
+  }
 
   function diffHtml(d) {
     let html = "";
@@ -90,7 +96,7 @@
   // ---- the graph: pan, zoom, fit -------------------------------------------------------
   const view = $("graph");
   function showGraph(g) {
-    if (g === state.graph) return;
+    if (g === state.graph && view.querySelector("g.node")) return;
     state.graph = g;
     const entry = data.graphs[g];
     view.innerHTML = '<div class="caption">' + esc(entry.title) + "</div>" + entry.svg;
@@ -237,6 +243,54 @@
     return html;
   }
 
+  // ---- memory: every buffer the peak counts, over the ENTRY's schedule -------------------------
+  const KIND_COLOURS = {parameter: "#ffcc80", constant: "#c5e1a5", output: "#90caf9", external: "#b0bec5", temp: "#ce93d8"};
+  function kib(n) { return n >= 1 << 20 ? (n / (1 << 20)).toFixed(1) + " MiB" : n >= 1024 ? (n / 1024).toFixed(1) + " KiB" : n + " B"; }
+
+  function showMemory() {
+    const m = data.memory;
+    state.graph = -1;
+    if (!m) { view.innerHTML = '<div class="empty">No buffer assignment on this backend.</div>'; return; }
+    const steps = Math.max(m.steps.length, 1), rows = m.buffers.slice().sort((a, b) => a.start - b.start || b.size - a.size);
+    const W = 18, H = 16, left = 220, top = 90, width = left + steps * W + 20, height = top + rows.length * H + 20;
+    const live = new Array(steps).fill(0);
+    for (const b of m.buffers) for (let t = b.start; t <= Math.min(b.end, steps - 1); t++) live[t] += b.size;
+    const most = Math.max(1, ...live);
+    let svg = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ' + width + " " + height + '" width="' + width + '" height="' + height + '" class="memory">';
+    svg += '<text x="8" y="16" font-size="13" font-weight="600">Bytes live at each step (peak ' + kib(m.peak_bytes) + " at step " + m.peak_step + ")</text>";
+    live.forEach((bytes, t) => {
+      const h = 56 * bytes / most;
+      svg += '<rect x="' + (left + t * W) + '" y="' + (76 - h) + '" width="' + (W - 2) + '" height="' + h + '" fill="' + (t === m.peak_step ? "#e53935" : "#90a4ae") +
+        '"><title>step ' + t + " " + esc(m.steps[t] || "") + ": " + kib(bytes) + "</title></rect>";
+    });
+    svg += '<line x1="' + (left + m.peak_step * W + W / 2 - 1) + '" y1="20" x2="' + (left + m.peak_step * W + W / 2 - 1) + '" y2="' + height + '" stroke="#e53935" stroke-dasharray="4 3"/>';
+    rows.forEach((b, r) => {
+      const y = top + r * H, end = Math.min(b.end, steps - 1);
+      const label = b.names.map(displayName).join(", ");
+      svg += '<text x="' + (left - 6) + '" y="' + (y + 11) + '" font-size="11" text-anchor="end">' + esc(label.length > 30 ? label.slice(0, 29) + "…" : label) + "</text>";
+      svg += '<g class="buffer" data-name="' + esc(b.names[0]) + '"><rect x="' + (left + b.start * W) + '" y="' + y + '" width="' + ((end - b.start + 1) * W - 2) +
+        '" height="' + (H - 3) + '" fill="' + (KIND_COLOURS[b.kind] || "#cfd8dc") + '" stroke="' + (b.start <= m.peak_step && m.peak_step <= b.end ? "#e53935" : "none") +
+        '"><title>' + esc(label) + " (" + b.kind + "): " + kib(b.size) + ", steps " + b.start + "-" + b.end + "</title></rect></g>";
+    });
+    svg += "</svg>";
+    view.innerHTML = '<div class="caption">memory: buffers over the schedule</div>' + svg;
+    const el = view.querySelector("svg");
+    el.removeAttribute("width"); el.removeAttribute("height");
+    el.style.width = width + "px"; el.style.height = height + "px";
+    fit();
+    const atPeak = m.buffers.filter((b) => b.start <= m.peak_step && m.peak_step <= b.end).sort((a, b) => b.size - a.size);
+    $("details").innerHTML = "<h2>Memory</h2><dl><dt>peak</dt><dd>" + kib(m.peak_bytes) + " (" + m.peak_bytes + " bytes) at step " + m.peak_step +
+      ", " + nameLink(m.steps[m.peak_step] || "") + "</dd><dt>temporaries</dt><dd>" + kib(m.temp_bytes) + " in one arena, reused as live ranges allow</dd></dl>" +
+      "<h3>Live at the peak</h3><ul>" + atPeak.map((b) => "<li>" + b.names.map(nameLink).join(", ") + " &middot; " + b.kind + " &middot; " + kib(b.size) +
+      " &middot; steps " + b.start + "&ndash;" + b.end + "</li>").join("") + "</ul>" +
+      '<p class="stat">Two buffers can share bytes only if their live ranges do not overlap: every buffer live at the peak overlaps all the others there. Parameters and constants live for the whole run.</p>';
+  }
+  $("memory").addEventListener("click", showMemory);
+  view.addEventListener("click", (e) => {
+    const bar = e.target.closest("g.buffer");
+    if (bar) selectInstruction(bar.dataset.name, true);
+  });
+
   // ---- search ----------------------------------------------------------------------------
   const search = $("search"), results = $("results");
   let hits = [], active = 0;
@@ -281,6 +335,7 @@
     else if (e.key === "-") zoomAt(0.8, view.clientWidth / 2, view.clientHeight / 2);
     else if (e.key === "/") { e.preventDefault(); search.focus(); }
     else if (e.key === "0") showGraph(0);
+    else if (e.key === "m") showMemory();
   });
   window.addEventListener("resize", fit);
 
@@ -298,6 +353,6 @@
     $("details").innerHTML = '<h2>' + esc(data.title) + '</h2><p>' + data.passes.length + ' pass runs, ' +
       data.passes.filter((p) => p.changed).length + ' changed the module. Pick a pass on the left, or a box in the graph.</p>' +
       '<p class="stat"><kbd>j</kbd>/<kbd>k</kbd> next/previous pass &middot; <kbd>/</kbd> search &middot; <kbd>f</kbd> fit &middot; ' +
-      '<kbd>+</kbd>/<kbd>-</kbd> zoom &middot; <kbd>0</kbd> the optimized module &middot; drag to pan, wheel to zoom</p>';
+      '<kbd>+</kbd>/<kbd>-</kbd> zoom &middot; <kbd>0</kbd> the optimized module &middot; <kbd>m</kbd> memory &middot; drag to pan, wheel to zoom</p>';
   }
 })();
