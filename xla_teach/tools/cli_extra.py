@@ -3,6 +3,7 @@
     xla-teach render module.txt -o module.svg [--optimized] [--collapse_fusions] [--max_nodes=N]
     xla-teach demo [--n N] [--dump_to DIR] [--skip_gpu]
     xla-teach explore PATH [-o FILE] [--platform cpu]
+    xla-teach diff A [B] [--a_flags=...] [--b_flags=...] [--platform cpu] [--runs N]
 """
 
 from __future__ import annotations
@@ -91,7 +92,49 @@ def _run_explore(a: argparse.Namespace) -> int:
     return 0
 
 
+def _configure_diff(p: argparse.ArgumentParser) -> None:
+    p.add_argument("a", help="HLO text, a snapshot, or a dump folder (its first module)")
+    p.add_argument("b", nargs="?", default="", help="the same for side B (default: A again, with --b_flags)")
+    p.add_argument("--a_flags", default="", help="XLA_FLAGS-style flags for compiling side A")
+    p.add_argument("--b_flags", default="", help="XLA_FLAGS-style flags for compiling side B")
+    p.add_argument("--platform", default="cpu", help="backend to compile for (default cpu)")
+    p.add_argument("--runs", type=int, default=5, help="timed runs of each side (0: do not run)")
+
+
+def _diff_input(path: str) -> Path:
+    from xla_teach.tools.tool_support import ToolError
+
+    source = Path(path)
+    if source.is_dir():
+        modules = sorted(source.glob("*module_*.before_optimizations.txt"))
+        if not modules:
+            raise ToolError(f"{source} holds no *.before_optimizations.txt: not a dump folder (--xla_dump_to)")
+        return modules[0]
+    return source
+
+
+def _run_diff(a: argparse.Namespace) -> int:
+    from xla_teach import flags
+    from xla_teach.flags import parse_flag_string
+    from xla_teach.tools.compile_diff import Side, compile_diff
+    from xla_teach.tools.tool_support import ToolError, compile_on, load_hlo_input
+
+    if not a.b and a.a_flags == a.b_flags:
+        raise ToolError("diff needs two modules, or one module and --a_flags/--b_flags that differ")
+    sides = []
+    for path, flag_text in ((a.a, a.a_flags), (a.b or a.a, a.b_flags)):
+        source = _diff_input(path)
+        overrides = parse_flag_string(flag_text, where="in --a_flags/--b_flags")
+        with flags.override(**overrides):
+            executable = compile_on(load_hlo_input(str(source)).module, a.platform)
+        sides.append(Side(f"{source} ({a.platform}{', ' + flag_text if flag_text else ''})", executable))
+    print(compile_diff(*sides, runs=a.runs).to_text())
+    return 0
+
+
 register("render", "draw an HLO module as dot / svg / png / html", _configure_render, _run_render)
+register("diff", "compare two compilations: passes, fusions, kernels, peak memory, run time",
+         _configure_diff, _run_diff)
 register("explore", "write the compile explorer of a module or a dump folder (one offline HTML page)",
          _configure_explore, _run_explore)
 register("demo", "the seeds' reduce_sum(x + y*z) through the whole compiler (make demo)", _configure_demo, _run_demo)
