@@ -199,7 +199,7 @@ def test_explorer_in_a_browser_steps_searches_and_follows_a_source_line(browser,
     from selenium.webdriver.common.keys import Keys
 
     compiled = mlp_compiled()
-    path = compiled.explore(str(tmp_path / "mlp.html")).path
+    path = compiled.explore(str(tmp_path / "mlp.html"), profile_runs=3).path
     shots = Path(tmp_path)
     browser.get(path.as_uri())
     assert browser.execute_script("return document.body.classList.contains('js')")
@@ -252,7 +252,15 @@ def test_explorer_in_a_browser_steps_searches_and_follows_a_source_line(browser,
     assert browser.execute_script("return document.querySelectorAll('#graph g.buffer').length") >= 10
     assert "LIVE AT THE PEAK" in browser.find_element(By.ID, "details").text.upper()
     browser.save_screenshot(str(shots / "5_memory.png"))
+    # The profile: the last run's thunks as bars, the graph's boxes in heat colours.
+    body.send_keys("p")
+    assert browser.execute_script("return document.querySelectorAll('#graph g.thunk').length") >= 10
+    assert "THUNKS BY TIME" in browser.find_element(By.ID, "details").text.upper()
+    browser.save_screenshot(str(shots / "6_profile.png"))
     body.send_keys("0")
+    painted = browser.execute_script(
+        "return [...document.querySelectorAll('#graph g.node polygon')].filter(p => p.style.fill).length")
+    assert painted >= 10
     # Zoom and fit keep the picture; no script error reached the console.
     body.send_keys("+")
     body.send_keys("f")
@@ -286,3 +294,31 @@ def test_dump_writes_xlas_three_buffer_reports(tmp_path: Path) -> None:
     assert values.count(" from instruction: ") == len(entry.values) and "ROOT" not in values
     usage = Path(f"{prefix}-memory-usage-report.txt").read_text()
     assert usage.count("cumulative_size;") == len(entry.allocations)
+
+
+def test_profile_times_every_kernel_after_warm_up() -> None:
+    compiled = mlp_compiled()
+    profile = build_data(compiled.executable, graphs=False, profile_runs=3).profile
+    assert profile is not None and profile["runs"] == 3
+    kernels = {i.name for i in compiled.executable.module.entry.instructions
+               if i.opcode not in ("parameter", "constant", "tuple", "get-tuple-element", "bitcast")}
+    assert kernels <= set(profile["thunks"]), kernels - set(profile["thunks"])
+    # The thunks of one run happen inside it, one after another.
+    assert sum(t["us"] for t in profile["thunks"].values()) <= profile["run_us"] * 1.05
+    last = profile["events"]
+    assert len(last) == len(kernels) and all(e["start"] >= 0 for e in last)
+
+
+def test_chrome_trace_names_the_hlo_op_name_and_source_line() -> None:
+    from xla_teach.tools.fake_data import fake_arguments
+    from xla_teach.tools.timeline import trace_runs
+
+    compiled = mlp_compiled()
+    trace = trace_runs(compiled.executable, fake_arguments(compiled.executable.module), 1).to_chrome_trace()
+    thunks = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
+    assert thunks
+    for event in thunks:
+        args = event["args"]
+        assert args["hlo"] == event["name"] and "source" in args
+        assert Path(args["source"].rsplit(":", 1)[0]).resolve() == Path(__file__).resolve()
+    assert any(e["args"]["op_name"].startswith("jit(train_step)/") for e in thunks)

@@ -100,13 +100,14 @@ class Compiled:
                                       f"({_why_missing(name, self.backend)})")
         return str(text)
 
-    def explore(self, path: str | None = None) -> Any:
+    def explore(self, path: str | None = None, profile_runs: int = 0) -> Any:
         """The compile explorer of this executable: every pass, the graph, source lines, kernels and
         buffers on one offline page, written to ``path`` (default: a new temporary file). In Jupyter
-        the returned page shows inline; ``.path`` is the file to open in a browser."""
+        the returned page shows inline; ``.path`` is the file to open in a browser.
+        ``profile_runs=N`` also times N runs on fake arguments (after warm-up) for its profile view."""
         from xla_teach.tools.explorer import explore
 
-        return explore(self.executable, path)
+        return explore(self.executable, path, profile_runs=profile_runs)
 
     def pass_records(self) -> list[Any]:
         """One :class:`~xla_teach.passes.pass_base.PassRecord` per pass run (module before/after, timing)."""

@@ -62,6 +62,8 @@ def _configure_explore(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", default="", help="the page to write (default: <input>.explorer.html; for a "
                    "dump folder, each module's explorer and the folder's index.html). Never overwritten.")
     p.add_argument("--platform", default="cpu", help="backend to compile for (default cpu)")
+    p.add_argument("--profile", type=int, default=0, metavar="RUNS",
+                   help="also run it RUNS times on fake arguments (after 2 warm-up runs) for the profile view")
 
 
 def _run_explore(a: argparse.Namespace) -> int:
@@ -79,7 +81,8 @@ def _run_explore(a: argparse.Namespace) -> int:
             if target.exists():
                 print(f"kept {target} (exists)")
                 continue
-            write_explorer(compile_on(load_hlo_input(str(source)).module, a.platform), target)
+            write_explorer(compile_on(load_hlo_input(str(source)).module, a.platform), target,
+                           profile_runs=a.profile)
             print(f"wrote {target}")
         print(f"open {write_dump_index(path)}")
         return 0
@@ -87,7 +90,7 @@ def _run_explore(a: argparse.Namespace) -> int:
     if output.exists():
         raise ToolError(f"{output} exists; not overwriting it (choose another -o)")
     module = load_hlo_input(a.path).module
-    written = write_explorer(compile_on(module, a.platform), output)
+    written = write_explorer(compile_on(module, a.platform), output, profile_runs=a.profile)
     print(f"open {written}")
     return 0
 

@@ -12,7 +12,8 @@ tags them with the run they belong to, and writes the *trace event format*::
      "displayTimeUnit": "ms"}
 
 ``ph: "X"`` is a *complete* event (start ``ts`` and duration ``dur``, both in
-microseconds). Each run also gets one span on its own row ("runs"), and each
+microseconds); ``args`` also name the HLO instruction the thunk runs (``hlo``), its ``op_name``
+and its Python ``source`` line. Each run also gets one span on its own row ("runs"), and each
 *track* -- e.g. a compiled run and an op-by-op (eager) run of the same program --
 becomes its own process row, so the two can be compared side by side.
 
@@ -23,6 +24,7 @@ and mean time, share of the total, and bytes touched per second.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -59,6 +61,19 @@ class Timeline:
         self.track = track
         self.current_run = -1
         self._runs = 0
+        self.instructions: dict[str, dict[str, Any]] = {}  # thunk name -> what the trace says of it
+
+    def annotate(self, module: HloModule) -> None:
+        """Name, in every event of a thunk, the HLO instruction it runs with its op_name and source
+        line (thunks are named after their instruction; GPU kernels with ``.`` spelt ``_``)."""
+        for comp in module.computations:
+            for instr in comp.instructions:
+                fields = instr.metadata.fields if instr.metadata else {}
+                info = {"hlo": instr.name, "op_name": str(fields.get("op_name", ""))}
+                if fields.get("source_file"):
+                    info["source"] = f"{fields['source_file']}:{fields.get('source_line', 0)}"
+                self.instructions.setdefault(instr.name, info)
+                self.instructions.setdefault(re.sub(r"[^A-Za-z0-9_]", "_", instr.name), info)
 
     # ---- the profiler protocol -------------------------------------------------------------
     def record(self, name: str, kind: str, start: float, end: float, nbytes: int) -> None:
@@ -107,7 +122,7 @@ class Timeline:
                 "name": e.name, "cat": e.kind, "ph": "X",
                 "ts": round((e.start - origin) * 1e6, 3), "dur": round(e.seconds * 1e6, 3),
                 "pid": pids[e.track], "tid": RUN_ROW if e.kind == "run" else 1,
-                "args": {"bytes": e.nbytes, "run": e.run},
+                "args": {"bytes": e.nbytes, "run": e.run, **self.instructions.get(e.name, {})},
             })
         return {"traceEvents": trace, "displayTimeUnit": "ms"}
 
@@ -142,9 +157,17 @@ class Timeline:
 
 
 def trace_runs(executable: Any, args: list[Any], num_runs: int = 1, timeline: Timeline | None = None,
-               track: str | None = None, progress: Callable[[str], None] | None = None) -> Timeline:
-    """Run ``executable`` ``num_runs`` times with a profiler; returns the timeline."""
+               track: str | None = None, progress: Callable[[str], None] | None = None,
+               warmup: int = 1) -> Timeline:
+    """Run ``executable`` ``warmup`` times untimed (first-run costs: page faults, lazy loading,
+    caches), then ``num_runs`` times with a profiler; returns the timeline, its events annotated
+    with the HLO instruction, op_name and source line of each thunk."""
     timeline = timeline or Timeline()
+    module = getattr(executable, "module", None)
+    if module is not None:
+        timeline.annotate(module)
+    for _ in range(warmup):
+        executable.execute(list(args))
     with timeline.on_track(track or f"compiled ({getattr(executable, 'backend', '?')})"):
         for i in range(num_runs):
             if progress is not None and num_runs >= 20 and i % (num_runs // 10) == 0:

@@ -21,17 +21,19 @@ from xla_teach.tools.explorer.page import explorer_page
 from xla_teach.tools.explorer.structural_diff import StructuralDiff, structural_diff
 
 
-def explorer_html(executable: Any, title: str | None = None, graphs: bool = True) -> str:
-    """The explorer page of one compiled executable, as HTML text."""
-    return explorer_page(build_data(executable, title, graphs))
+def explorer_html(executable: Any, title: str | None = None, graphs: bool = True, profile_runs: int = 0) -> str:
+    """The explorer page of one compiled executable, as HTML text (``profile_runs``: time it that many
+    runs on fake arguments, after warm-up runs, for the profile view)."""
+    return explorer_page(build_data(executable, title, graphs, profile_runs))
 
 
-def write_explorer(executable: Any, path: str | Path, title: str | None = None, graphs: bool = True) -> Path:
+def write_explorer(executable: Any, path: str | Path, title: str | None = None, graphs: bool = True,
+                   profile_runs: int = 0) -> Path:
     """Write the explorer page of ``executable`` to ``path`` (its folder must exist); returns the path."""
     path = Path(path)
     if not path.parent.is_dir():
         raise FileNotFoundError(f"cannot write the explorer to {path}: folder {path.parent} does not exist")
-    path.write_text(explorer_html(executable, title, graphs), encoding="utf-8")
+    path.write_text(explorer_html(executable, title, graphs, profile_runs), encoding="utf-8")
     return path
 
 
@@ -56,11 +58,12 @@ class ExplorerPage:
         return f"ExplorerPage({str(self.path)!r})"
 
 
-def explore(executable: Any, path: str | Path | None = None, title: str | None = None) -> ExplorerPage:
+def explore(executable: Any, path: str | Path | None = None, title: str | None = None,
+            profile_runs: int = 0) -> ExplorerPage:
     """Write the explorer page (to ``path``, or a new file in the temporary folder) and return it."""
     import tempfile
 
-    page = explorer_html(executable, title)
+    page = explorer_html(executable, title, profile_runs=profile_runs)
     if path is None:
         handle, name = tempfile.mkstemp(prefix=f"{executable.module.name}.", suffix=".explorer.html")
         with open(handle, "w", encoding="utf-8") as f:

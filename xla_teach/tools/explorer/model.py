@@ -9,7 +9,9 @@
 * ``sources`` -- the Python lines the metadata points at, read from the files when they exist;
 * ``graphs`` -- SVG pictures (Graphviz), the optimized module first;
 * ``memory`` -- the ENTRY computation's schedule and every buffer its peak counts, with live
-  ranges, so the page can draw them and name what is live at the peak.
+  ranges, so the page can draw them and name what is live at the peak;
+* ``profile`` (when asked for) -- each thunk's mean time over timed runs after warm-up runs, on
+  fake arguments, and the last run's events, for the heat colours and the timeline.
 """
 
 from __future__ import annotations
@@ -37,12 +39,14 @@ class ExplorerData:
     graphs: list[dict[str, str]] = field(default_factory=list)  # {"title", "svg"}
     module_text: str = ""
     memory: dict[str, Any] | None = None  # the ENTRY's buffers over its schedule (see _memory)
+    profile: dict[str, Any] | None = None  # measured thunk times (see _profile)
 
     def as_json(self) -> dict[str, Any]:
         return {"title": self.title, "backend": self.backend, "passes": self.passes,
                 "instructions": self.instructions,
                 "sources": {f: {str(k): v for k, v in lines.items()} for f, lines in self.sources.items()},
-                "graphs": self.graphs, "moduleText": self.module_text, "memory": self.memory}
+                "graphs": self.graphs, "moduleText": self.module_text, "memory": self.memory,
+                "profile": self.profile}
 
 
 def _functions(text: str, start: str) -> dict[str, str]:
@@ -166,14 +170,45 @@ def _memory(executable: Any) -> dict[str, Any] | None:
             "peak_bytes": entry.peak_bytes, "temp_bytes": entry.temp_bytes}
 
 
-def build_data(executable: Any, title: str | None = None, graphs: bool = True) -> ExplorerData:
-    """Everything about one compiled executable (an ``Executable`` from ``compile_module``)."""
+def _profile(executable: Any, runs: int) -> dict[str, Any]:
+    """Mean time of each thunk over ``runs`` runs (after two warm-up runs) on fake arguments."""
+    from xla_teach.tools.fake_data import fake_arguments
+    from xla_teach.tools.timeline import trace_runs
+
+    timeline = trace_runs(executable, fake_arguments(executable.module), runs, warmup=2)
+    names = {}
+    for comp in executable.module.computations:
+        for instr in comp.instructions:
+            for symbol in _symbol(instr.name):
+                names.setdefault(symbol, instr.name)
+    totals: dict[str, list[float]] = {}
+    kinds: dict[str, str] = {}
+    for event in timeline.thunk_events():
+        name = names.get(event.name, event.name)
+        totals.setdefault(name, []).append(event.seconds * 1e6)
+        kinds[name] = event.kind
+    run_spans = [e for e in timeline.events if e.kind == "run"]
+    run_us = sum(e.seconds for e in run_spans) / max(len(run_spans), 1) * 1e6
+    thunks = {n: {"us": sum(t) / runs, "calls": len(t) / runs, "kind": kinds[n]} for n, t in totals.items()}
+    last = run_spans[-1] if run_spans else None
+    events = [] if last is None else [
+        {"name": names.get(e.name, e.name), "start": (e.start - last.start) * 1e6, "us": e.seconds * 1e6,
+         "kind": e.kind} for e in timeline.thunk_events() if e.run == last.run]
+    return {"runs": runs, "run_us": run_us, "thunks": thunks, "events": events}
+
+
+def build_data(executable: Any, title: str | None = None, graphs: bool = True,
+               profile_runs: int = 0) -> ExplorerData:
+    """Everything about one compiled executable (an ``Executable`` from ``compile_module``);
+    ``profile_runs > 0`` also runs it that many times on fake arguments to time its thunks."""
     module: HloModule = executable.module
     data = ExplorerData(title or module.name, backend=str(getattr(executable, "backend", "")))
     data.module_text = module.to_text()
     data.instructions = _instruction_table(module, executable)
     data.sources = _sources(data.instructions)
     data.memory = _memory(executable)
+    if profile_runs > 0:
+        data.profile = _profile(executable, profile_runs)
     if graphs:
         svg = _svg(module, max_nodes=None)
         if svg is not None:

@@ -31,6 +31,7 @@ _TEMPLATE = """<!DOCTYPE html>
   <input id="search" type="search" placeholder="Search name, opcode or op_name  ( / )" autocomplete="off">
   <button id="whole" title="the optimized module (0)">Optimized module</button>
   <button id="memory" title="buffers over the schedule, the peak (m)">Memory</button>
+  <button id="profile" title="measured time per thunk, the last run's timeline (p)">Profile</button>
   <button id="fit" title="fit the graph to the window (f)">Fit</button>
 </header>
 <div id="results" class="hidden"></div>

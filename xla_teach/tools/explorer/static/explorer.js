@@ -112,6 +112,7 @@
       if (name) node.dataset.name = name;
     }
     fit();
+    paintHeat();
     if (state.selected) mark(state.selected);
   }
 
@@ -228,6 +229,8 @@
     if (o.fusion_kind) html += "<dt>fusion kind</dt><dd>" + esc(o.fusion_kind) + " (" + o.members.length + " instructions)</dd>";
     if (o.kernel) html += "<dt>kernel</dt><dd><code>" + esc(o.kernel) + "</code></dd>";
     if (o.buffer) html += "<dt>buffer</dt><dd>" + esc(o.buffer) + "</dd>";
+    const t = data.profile && data.profile.thunks[name];
+    if (t) html += "<dt>time</dt><dd>" + t.us.toFixed(2) + " \u00b5s per run (" + (100 * t.us / Math.max(data.profile.run_us, 1e-9)).toFixed(1) + "% of a run)</dd>";
     html += "</dl>";
     if (o.source_file) {
       const code = (data.sources[o.source_file] || {})[String(o.source_line)];
@@ -291,6 +294,62 @@
     if (bar) selectInstruction(bar.dataset.name, true);
   });
 
+  // ---- profile: measured time per thunk, heat colours, the last run's timeline ----------------
+  function heat(share) {  // 0 -> pale yellow, 1 -> red
+    return "hsl(" + Math.round(55 - 55 * share) + ", 95%, " + Math.round(88 - 38 * share) + "%)";
+  }
+
+  function paintHeat() {
+    const p = data.profile;
+    if (!p) return;
+    const most = Math.max(1e-9, ...Object.values(p.thunks).map((t) => t.us));
+    for (const node of view.querySelectorAll("g.node[data-name]")) {
+      const t = p.thunks[node.dataset.name] || p.thunks[(data.instructions[node.dataset.name] || {}).fusion];
+      const shape = node.querySelector("polygon, ellipse");
+      if (t && shape) shape.style.fill = heat(t.us / most);
+    }
+  }
+
+  function showProfile() {
+    const p = data.profile;
+    state.graph = -1;
+    if (!p) {
+      view.innerHTML = '<div class="empty">No profile in this page: write it with <code>xla-teach explore --profile N</code> or <code>compiled.explore(profile_runs=N)</code>.</div>';
+      return;
+    }
+    const events = p.events.slice().sort((a, b) => a.start - b.start);
+    const span = Math.max(1e-9, ...events.map((e) => e.start + e.us), p.run_us);
+    const left = 230, scale = 900 / span, H = 16, top = 40;
+    const width = left + 920, height = top + events.length * H + 30;
+    const most = Math.max(1e-9, ...Object.values(p.thunks).map((t) => t.us));
+    let svg = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ' + width + " " + height + '" width="' + width + '" height="' + height + '">';
+    svg += '<text x="8" y="18" font-size="13" font-weight="600">The last of ' + p.runs + " timed runs: " + p.run_us.toFixed(1) + " \u00b5s (mean), one row per thunk</text>";
+    events.forEach((e, r) => {
+      const y = top + r * H, t = p.thunks[e.name] || {us: e.us};
+      svg += '<text x="' + (left - 6) + '" y="' + (y + 11) + '" font-size="11" text-anchor="end">' + esc(displayName(e.name)) + "</text>";
+      svg += '<g class="thunk" data-name="' + esc(e.name) + '"><rect x="' + (left + e.start * scale) + '" y="' + y + '" width="' + Math.max(1.5, e.us * scale) +
+        '" height="' + (H - 3) + '" fill="' + heat(t.us / most) + '" stroke="#8d6e63" stroke-width="0.5"><title>' + esc(e.name) + " (" + e.kind + "): " +
+        e.us.toFixed(2) + " \u00b5s</title></rect></g>";
+    });
+    svg += "</svg>";
+    view.innerHTML = '<div class="caption">profile: the last run\'s thunks over time</div>' + svg;
+    const el = view.querySelector("svg");
+    el.removeAttribute("width"); el.removeAttribute("height");
+    el.style.width = width + "px"; el.style.height = height + "px";
+    fit();
+    const ranked = Object.entries(p.thunks).sort((a, b) => b[1].us - a[1].us);
+    const total = ranked.reduce((sum, [, t]) => sum + t.us, 0) || 1;
+    $("details").innerHTML = "<h2>Profile</h2><p class=stat>Mean over " + p.runs + " runs on fake arguments, after two warm-up runs. " +
+      "In the graph (<kbd>0</kbd>) boxes are coloured by the time of the kernel that computes them, pale to red.</p>" +
+      "<h3>Thunks by time</h3><ul>" + ranked.map(([n, t]) => "<li>" + nameLink(n) + " &middot; " + t.us.toFixed(2) + " \u00b5s &middot; " +
+      (100 * t.us / total).toFixed(1) + "% &middot; " + esc(t.kind) + "</li>").join("") + "</ul>";
+  }
+  $("profile").addEventListener("click", showProfile);
+  view.addEventListener("click", (e) => {
+    const bar = e.target.closest("g.thunk");
+    if (bar) selectInstruction(bar.dataset.name, true);
+  });
+
   // ---- search ----------------------------------------------------------------------------
   const search = $("search"), results = $("results");
   let hits = [], active = 0;
@@ -336,6 +395,7 @@
     else if (e.key === "/") { e.preventDefault(); search.focus(); }
     else if (e.key === "0") showGraph(0);
     else if (e.key === "m") showMemory();
+    else if (e.key === "p") showProfile();
   });
   window.addEventListener("resize", fit);
 
@@ -353,6 +413,6 @@
     $("details").innerHTML = '<h2>' + esc(data.title) + '</h2><p>' + data.passes.length + ' pass runs, ' +
       data.passes.filter((p) => p.changed).length + ' changed the module. Pick a pass on the left, or a box in the graph.</p>' +
       '<p class="stat"><kbd>j</kbd>/<kbd>k</kbd> next/previous pass &middot; <kbd>/</kbd> search &middot; <kbd>f</kbd> fit &middot; ' +
-      '<kbd>+</kbd>/<kbd>-</kbd> zoom &middot; <kbd>0</kbd> the optimized module &middot; <kbd>m</kbd> memory &middot; drag to pan, wheel to zoom</p>';
+      '<kbd>+</kbd>/<kbd>-</kbd> zoom &middot; <kbd>0</kbd> the optimized module &middot; <kbd>m</kbd> memory &middot; <kbd>p</kbd> profile &middot; drag to pan, wheel to zoom</p>';
   }
 })();
