@@ -175,6 +175,19 @@ def dot_index_maps(instr: HloInstruction) -> tuple[list[int], list[int], list[in
     return lb, lc, lf, rb, rc, rf
 
 
+def dot_operand_at(em: ElementalEmitter, operand: HloInstruction, batch_map: list[int], batch: list[ir.Value],
+                   contracting: list[int], free: list[int], k: ir.Value, m: ir.Value) -> ir.Value:
+    """Element (batch..., contracting ``k``, free ``m``) of a GEMM-shaped dot operand, read through the
+    elemental emitter (so a fused operand is computed, a parameter loaded, in any layout)."""
+    index: list[ir.Value] = [i64(0)] * operand.shape.rank
+    for d, v in zip(batch_map, batch, strict=True):
+        index[d] = v
+    index[contracting[0]] = k
+    if free:
+        index[free[0]] = m
+    return em.value_at(operand, IrIndex(tuple(index), operand.shape))
+
+
 def accumulation_type(ptype: PrimitiveType) -> PrimitiveType:
     """f16/bf16 products accumulate in f32; everything else in its own type."""
     return PrimitiveType.F32 if ptype in (PrimitiveType.F16, PrimitiveType.BF16) else ptype

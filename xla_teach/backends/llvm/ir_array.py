@@ -80,6 +80,20 @@ def delinearize(b: ir.IRBuilder, linear: ir.Value, shape: Shape) -> IrIndex:
     return IrIndex(tuple(dims), shape)
 
 
+def unflatten(b: ir.IRBuilder, linear: ir.Value, sizes: list[int]) -> list[ir.Value]:
+    """Indices (major to minor) of row-major position ``linear`` over dimensions of ``sizes``; the
+    most major takes what is left (no bounds check: the caller knows ``linear`` is in range)."""
+    values: list[ir.Value] = []
+    remaining = linear
+    for n, size in enumerate(reversed(sizes)):
+        if n == len(sizes) - 1:
+            values.append(remaining)
+        else:
+            values.append(b.urem(remaining, i64(size)))
+            remaining = b.udiv(remaining, i64(size))
+    return values[::-1]
+
+
 def row_major_linear(b: ir.IRBuilder, index: IrIndex) -> ir.Value:
     """Row-major (logical) position of an index, independent of the layout."""
     if index.linear is not None and index.shape.has_default_layout():

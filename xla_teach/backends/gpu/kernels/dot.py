@@ -48,8 +48,8 @@ from xla_teach.backends.gpu.kernels.dot_mma import emit_gpu_mma_dot_kernel, mma_
 from xla_teach.backends.gpu.kernels.loop import emit_gpu_loop_kernel
 from xla_teach.backends.llvm import elemental_ops as ops
 from xla_teach.backends.llvm.elemental_emitter import ElementalEmitter
-from xla_teach.backends.llvm.elemental_windows import dot_index_maps
-from xla_teach.backends.llvm.ir_array import IrIndex, i64
+from xla_teach.backends.llvm.elemental_windows import dot_index_maps, dot_operand_at
+from xla_teach.backends.llvm.ir_array import IrIndex, i64, unflatten
 from xla_teach.backends.llvm.ir_types import compute_type
 from xla_teach.backends.llvm.loops import for_range, if_then, stack_slot
 from xla_teach.hlo.types import PrimitiveType
@@ -92,14 +92,6 @@ def emit_gpu_dot_kernel(ctx: KernelContext, allow_tf32: bool = True) -> LaunchDi
     b.store(ir.Constant(fty, 0.0), acc)
     zero = ir.Constant(fty, 0.0)
 
-    def operand_at(op, batch_map, contracting, free, k, m) -> ir.Value:  # type: ignore[no-untyped-def]
-        index = [i64(0)] * op.shape.rank
-        for d, v in zip(batch_map, batch_dims, strict=True):
-            index[d] = v
-        index[contracting[0]] = k
-        if free:
-            index[free[0]] = m
-        return em.value_at(op, IrIndex(tuple(index), op.shape))
 
     def clamp(v: ir.Value, size: int) -> tuple[ir.Value, ir.Value]:
         ok = b.icmp_unsigned("<", v, i64(size))
@@ -111,12 +103,12 @@ def emit_gpu_dot_kernel(ctx: KernelContext, allow_tf32: bool = True) -> LaunchDi
         k_b = b.add(b.mul(kt, i64(TILE)), ty)
         safe_row, row_ok = clamp(row, gemm.m)
         safe_ka, ka_ok = clamp(k_a, gemm.k)
-        a_val = operand_at(lhs, lb, lc, lf, safe_ka, safe_row)
+        a_val = dot_operand_at(em, lhs, lb, batch_dims, lc, lf, safe_ka, safe_row)
         b.store(b.select(b.and_(row_ok, ka_ok), a_val, zero), kb.shared_address(
             a_tile, b.add(b.mul(ty, i64(TILE)), tx), fty))
         safe_col, col_ok = clamp(col, gemm.n)
         safe_kb, kb_ok = clamp(k_b, gemm.k)
-        b_val = operand_at(rhs, rb, rc, rf, safe_kb, safe_col)
+        b_val = dot_operand_at(em, rhs, rb, batch_dims, rc, rf, safe_kb, safe_col)
         b.store(b.select(b.and_(col_ok, kb_ok), b_val, zero), kb.shared_address(
             b_tile, b.add(b.mul(ty, i64(TILE)), tx), fty))
         kb.barrier()
@@ -143,15 +135,7 @@ def emit_gpu_dot_kernel(ctx: KernelContext, allow_tf32: bool = True) -> LaunchDi
 
 
 def _unflatten_batch(b: ir.IRBuilder, batch: ir.Value, sizes: list[int]) -> list[ir.Value]:
-    values: list[ir.Value] = []
-    remaining = batch
-    for n, size in enumerate(reversed(sizes)):
-        if n == len(sizes) - 1:
-            values.append(remaining)
-        else:
-            values.append(b.urem(remaining, i64(size)))
-            remaining = b.udiv(remaining, i64(size))
-    return list(reversed(values))
+    return unflatten(b, batch, sizes) if sizes else []
 
 
 @dataclass(frozen=True)
@@ -204,28 +188,20 @@ def _emit_register_tiled(ctx: KernelContext, dot, gemm, t: Tiling) -> LaunchDime
         for slot in row:
             b.store(zero, slot)
 
-    def operand_at(op, batch_map, contracting, free, k, m) -> ir.Value:  # type: ignore[no-untyped-def]
-        index = [i64(0)] * op.shape.rank
-        for d, v in zip(batch_map, batch_dims, strict=True):
-            index[d] = v
-        index[contracting[0]] = k
-        if free:
-            index[free[0]] = m
-        return em.value_at(op, IrIndex(tuple(index), op.shape))
 
     def load_slab(k0: ir.Value) -> None:
         for r in range(t.bm * t.bk // threads):  # A: element e = tid + 256 r is (m, k) = (e / BK, e % BK)
             e = b.add(tid, i64(r * threads))
             m, k = b.add(m0, b.udiv(e, i64(t.bk))), b.add(k0, b.urem(e, i64(t.bk)))
             ok = b.and_(b.icmp_unsigned("<", m, i64(gemm.m)), b.icmp_unsigned("<", k, i64(gemm.k)))
-            value = operand_at(lhs, lb, lc, lf, b.select(ok, k, i64(0)), b.select(ok, m, i64(0)))
+            value = dot_operand_at(em, lhs, lb, batch_dims, lc, lf, b.select(ok, k, i64(0)), b.select(ok, m, i64(0)))
             slot = b.add(b.mul(b.urem(e, i64(t.bk)), i64(t.bm)), b.udiv(e, i64(t.bk)))
             b.store(b.select(ok, value, zero), kb.shared_address(a_slab, slot, fty))  # type: ignore[attr-defined]
         for r in range(t.bn * t.bk // threads):  # B: element e is (k, n) = (e / BN, e % BN)
             e = b.add(tid, i64(r * threads))
             k, n = b.add(k0, b.udiv(e, i64(t.bn))), b.add(n0, b.urem(e, i64(t.bn)))
             ok = b.and_(b.icmp_unsigned("<", n, i64(gemm.n)), b.icmp_unsigned("<", k, i64(gemm.k)))
-            value = operand_at(rhs, rb, rc, rf, b.select(ok, k, i64(0)), b.select(ok, n, i64(0)))
+            value = dot_operand_at(em, rhs, rb, batch_dims, rc, rf, b.select(ok, k, i64(0)), b.select(ok, n, i64(0)))
             b.store(b.select(ok, value, zero), kb.shared_address(b_slab, e, fty))  # type: ignore[attr-defined]
 
     with for_range(b, i64(-(-gemm.k // t.bk)), "kslab") as ks:

@@ -37,7 +37,7 @@ from llvmlite import ir
 from xla_teach.backends.cpu.kernels.context import KernelContext, _loader
 from xla_teach.backends.gpu.kernel_builder import WARP_SIZE, LaunchDimensions
 from xla_teach.backends.llvm.elemental_emitter import ElementalEmitter
-from xla_teach.backends.llvm.elemental_windows import dot_index_maps
+from xla_teach.backends.llvm.elemental_windows import dot_index_maps, dot_operand_at
 from xla_teach.backends.llvm.ir_array import IrIndex, i64
 from xla_teach.backends.llvm.ir_types import F32, I32
 from xla_teach.backends.llvm.loops import for_range, if_then, stack_slot
@@ -93,14 +93,6 @@ def emit_gpu_mma_dot_kernel(ctx: KernelContext, dot: HloInstruction, gemm, batch
             for slot in tile:
                 b.store(zero, slot)
 
-    def operand_at(op, batch_map, contracting, free, k, m) -> ir.Value:  # type: ignore[no-untyped-def]
-        index = [i64(0)] * op.shape.rank
-        for d, v in zip(batch_map, batch_dims, strict=True):
-            index[d] = v
-        index[contracting[0]] = k
-        if free:
-            index[free[0]] = m
-        return em.value_at(op, IrIndex(tuple(index), op.shape))
 
     def shared(var: ir.GlobalVariable, position: ir.Value) -> ir.Value:
         return kb.shared_address(var, position, I32)  # type: ignore[attr-defined]
@@ -119,7 +111,8 @@ def emit_gpu_mma_dot_kernel(ctx: KernelContext, dot: HloInstruction, gemm, batch
                 kk = b.add(a_col, i64(j))
                 k = b.add(k0, kk)
                 ok = b.and_(b.icmp_unsigned("<", m, i64(gemm.m)), b.icmp_unsigned("<", k, i64(gemm.k)))
-                value = operand_at(lhs, lb, lc, lf, b.select(ok, k, i64(0)), b.select(ok, m, i64(0)))
+                k_safe, m_safe = b.select(ok, k, i64(0)), b.select(ok, m, i64(0))
+                value = dot_operand_at(em, lhs, lb, batch_dims, lc, lf, k_safe, m_safe)
                 b.store(b.call(to_tf32, [b.select(ok, value, zero)]),
                         shared(a_slab, b.add(b.mul(mm, i64(A_STRIDE)), kk)))
         for r in range(BK * BN // THREADS // 4):
@@ -129,7 +122,8 @@ def emit_gpu_mma_dot_kernel(ctx: KernelContext, dot: HloInstruction, gemm, batch
                 nn = b.add(b_col, i64(j))
                 n = b.add(n0, nn)
                 ok = b.and_(b.icmp_unsigned("<", n, i64(gemm.n)), b.icmp_unsigned("<", k, i64(gemm.k)))
-                value = operand_at(rhs, rb, rc, rf, b.select(ok, k, i64(0)), b.select(ok, n, i64(0)))
+                k_safe, n_safe = b.select(ok, k, i64(0)), b.select(ok, n, i64(0))
+                value = dot_operand_at(em, rhs, rb, batch_dims, rc, rf, k_safe, n_safe)
                 b.store(b.call(to_tf32, [b.select(ok, value, zero)]),
                         shared(b_slab, b.add(b.mul(kk, i64(B_STRIDE)), nn)))
 

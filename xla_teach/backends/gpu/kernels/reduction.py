@@ -27,7 +27,7 @@ from xla_teach.backends.cpu.kernels.context import KernelContext
 from xla_teach.backends.gpu.kernel_builder import WARP_SIZE, LaunchDimensions, linear_launch
 from xla_teach.backends.llvm.elemental_emitter import delinearize_physical
 from xla_teach.backends.llvm.elemental_windows import loop_nest
-from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64
+from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64, unflatten
 from xla_teach.backends.llvm.loops import if_then, stack_slot
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 from xla_teach.hlo.ir import HloInstruction
@@ -60,16 +60,7 @@ def _split(shape: Shape, reduced: set[int]) -> tuple[list[int], list[int]] | Non
 
 def _unflatten(b: ir.IRBuilder, linear: ir.Value, dims: list[int], shape: Shape) -> dict[int, ir.Value]:
     """Values of ``dims`` (major-to-minor) for a linear position over them."""
-    values: dict[int, ir.Value] = {}
-    remaining = linear
-    for n, d in enumerate(reversed(dims)):
-        size = shape.dimensions[d]
-        if n == len(dims) - 1:
-            values[d] = remaining
-        else:
-            values[d] = b.urem(remaining, i64(size))
-            remaining = b.udiv(remaining, i64(size))
-    return values
+    return dict(zip(dims, unflatten(b, linear, [shape.dimensions[d] for d in dims]), strict=True))
 
 
 def emit_gpu_reduction_kernel(ctx: KernelContext) -> LaunchDimensions:

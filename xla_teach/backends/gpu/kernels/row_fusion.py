@@ -25,7 +25,7 @@ from llvmlite import ir
 from xla_teach.backends.cpu.kernels.context import KernelContext
 from xla_teach.backends.gpu.kernel_builder import WARP_SIZE, LaunchDimensions
 from xla_teach.backends.llvm.elemental_emitter import ElementalEmitter
-from xla_teach.backends.llvm.ir_array import IrIndex, i64
+from xla_teach.backends.llvm.ir_array import IrIndex, i64, unflatten
 from xla_teach.backends.llvm.loops import if_then, stack_slot
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 from xla_teach.hlo.ir import HloInstruction
@@ -37,15 +37,7 @@ ELEMENTS_PER_THREAD = 8  # kept in registers; longer rows get more threads, up t
 
 def _unflatten(b: ir.IRBuilder, linear: ir.Value, dims: list[int], sizes: list[int]) -> dict[int, ir.Value]:
     """Indices of ``dims`` (major to minor) for a row-major position over them."""
-    values: dict[int, ir.Value] = {}
-    remaining = linear
-    for n, (d, size) in enumerate(zip(reversed(dims), reversed(sizes), strict=True)):
-        if n == len(dims) - 1:
-            values[d] = remaining
-        else:
-            values[d] = b.urem(remaining, i64(size))
-            remaining = b.udiv(remaining, i64(size))
-    return values
+    return dict(zip(dims, unflatten(b, linear, sizes), strict=True))
 
 
 def emit_gpu_row_fusion_kernel(ctx: KernelContext) -> LaunchDimensions:
