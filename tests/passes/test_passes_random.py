@@ -26,7 +26,6 @@ from tests.hypothesis_modules import (
 )
 from tests.passes.pass_test_utils import random_inputs, special_inputs
 from xla_teach.backends.cpu.cpu_pipeline import cpu_pipeline
-from xla_teach.backends.cpu.passes.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.hlo.builder import XlaBuilder
 from xla_teach.hlo.evaluator import evaluate_module
 from xla_teach.hlo.ir import HloModule
@@ -34,6 +33,7 @@ from xla_teach.hlo.opcodes import ELEMENTWISE_KINDS, OPCODES
 from xla_teach.hlo.parser import parse_hlo
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.verifier import verify_module
+from xla_teach.passes.lowering.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.passes.pass_base import HloPass, HloPassPipeline, PassOptions
 from xla_teach.passes.pipeline import default_pipeline, simplification_passes
 

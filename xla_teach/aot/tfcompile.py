@@ -48,8 +48,9 @@ from xla_teach.aot.entry_emitter import emit_entry_function
 from xla_teach.aot.header import C_TYPES, BufferInfo, c_identifier, render_example_main, render_header
 from xla_teach.backends.cpu.compiler import CpuCompiler
 from xla_teach.backends.cpu.ir_emitter import CpuIrEmitter, HostPlan
-from xla_teach.backends.cpu.jit import _initialize, optimize_module
-from xla_teach.backends.cpu.kernels.dot import gemm_shape
+from xla_teach.backends.cpu.jit import _initialize
+from xla_teach.backends.llvm.gemm import gemm_shape
+from xla_teach.backends.llvm.kernel_support import optimize_module
 from xla_teach.backends.options import CompileOptions
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.types import PrimitiveType

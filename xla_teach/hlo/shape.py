@@ -133,6 +133,19 @@ class Shape:
     def has_default_layout(self) -> bool:
         return self.layout is None or self.layout.is_default()
 
+    def subshape(self, index: tuple[int, ...]) -> Shape:
+        """The shape at ``index`` inside a (nested) tuple (XLA's ``ShapeUtil::GetSubshape``)."""
+        shape = self
+        for i in index:
+            shape = shape.tuple_shapes[i]
+        return shape
+
+    def leaf_indices(self, prefix: tuple[int, ...] = ()) -> list[tuple[int, ...]]:
+        """The indices of the array leaves in depth-first order (``[()]`` for an array)."""
+        if self.is_tuple:
+            return [idx for i, s in enumerate(self.tuple_shapes) for idx in s.leaf_indices(prefix + (i,))]
+        return [prefix]
+
     def leaf_shapes(self) -> list[Shape]:
         """Array shapes of a (possibly nested) tuple in depth-first order."""
         if self.is_tuple:

@@ -23,10 +23,10 @@ from xla_teach import flags
 from xla_teach.api import compile_module
 from xla_teach.backends.cpu.kernels.dot import find_blas
 from xla_teach.backends.cpu.passes.dot_strategy import DotStrategy
-from xla_teach.backends.cpu.passes.reshape_to_bitcast import ReshapeToBitcast
-from xla_teach.backends.cpu.passes.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.hlo.evaluator import HloEvaluator
 from xla_teach.hlo.parser import parse_hlo
+from xla_teach.passes.lowering.reshape_to_bitcast import ReshapeToBitcast
+from xla_teach.passes.lowering.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.runtime.thunks import KernelThunk
 from xla_teach.tools.fake_data import fake_arguments
 
@@ -34,7 +34,7 @@ REDUCERS = """add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32
 max { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] maximum(a, b) }
 add_s32 { a = s32[] parameter(0)  b = s32[] parameter(1)  ROOT s = s32[] add(a, b) }
 """
-CPU_COUNT = "xla_teach.backends.cpu.kernels.context.os.cpu_count"
+CPU_COUNT = "xla_teach.backends.cpu.kernels.partitions.os.cpu_count"
 
 
 def _compile_and_compare(text: str, args: list[np.ndarray] | None = None):  # type: ignore[no-untyped-def]

@@ -20,7 +20,7 @@ import time
 from xla_teach.backends.compiler_base import CompilerBase
 from xla_teach.backends.cpu.ir_emitter import CpuIrEmitter, HostPlan, KernelPlan, SequencePlan
 from xla_teach.backends.cpu.jit import CpuJit
-from xla_teach.backends.cpu.kernel_builder import annotate_kernels
+from xla_teach.backends.llvm.kernel_support import annotate_kernels
 from xla_teach.hlo.custom_calls import get_custom_call_target
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.passes.pass_base import HloPassPipeline
@@ -82,9 +82,10 @@ class CpuCompiler(CompilerBase):
 
     def _host_thunk(self, instr: HloInstruction, ba, sequence) -> Thunk:  # type: ignore[no-untyped-def]
         def operand_leaves(op: HloInstruction) -> list:
-            return [(ba.slice(op, idx), _sub(op.shape, idx)) for idx in leaf_indices(op.shape)]
+            return [(ba.slice(op, idx), op.shape.subshape(idx)) for idx in leaf_indices(op.shape)]
 
-        results = [(ba.slice(instr, idx).allocation.index, _sub(instr.shape, idx)) for idx in leaf_indices(instr.shape)]
+        results = [(ba.slice(instr, idx).allocation.index, instr.shape.subshape(idx))
+                   for idx in leaf_indices(instr.shape)]
         if instr.opcode == "while":
             return WhileThunk(instr.name, sequence(instr.attrs["condition"].name), sequence(instr.attrs["body"].name),
                               operand_leaves(instr.operand(0)), results)
@@ -101,9 +102,3 @@ class CpuCompiler(CompilerBase):
         operands = [leaf for op in instr.operands for leaf in operand_leaves(op)]
         return HostCallThunk(instr.name, target, get_custom_call_target(target), operands, results,
                              [op.shape for op in instr.operands], instr.shape)
-
-
-def _sub(shape, index):  # type: ignore[no-untyped-def]
-    for i in index:
-        shape = shape.tuple_shapes[i]
-    return shape

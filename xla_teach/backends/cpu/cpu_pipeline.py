@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from xla_teach.backends.cpu.passes.change_op_data_type import ChangeOpDataType
 from xla_teach.backends.cpu.passes.dot_strategy import DotStrategy
-from xla_teach.backends.cpu.passes.reshape_to_bitcast import ReshapeToBitcast
-from xla_teach.backends.cpu.passes.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.passes.expanders import add_expanders
 from xla_teach.passes.fusion.row_fusion import RowFusion
+from xla_teach.passes.lowering.reshape_to_bitcast import ReshapeToBitcast
+from xla_teach.passes.lowering.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.pipeline import default_pipeline
 from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler

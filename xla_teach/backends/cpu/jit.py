@@ -15,6 +15,8 @@ import threading
 
 import llvmlite.binding as llvm
 
+from xla_teach.backends.llvm.kernel_support import optimize_module
+
 _lock = threading.Lock()
 
 
@@ -37,20 +39,6 @@ def host_target_machine(opt_level: int = 3) -> llvm.TargetMachine:
 def host_description() -> str:
     _initialize()
     return f"{llvm.get_process_triple()} cpu={llvm.get_host_cpu_name()}"
-
-
-def optimize_module(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int) -> None:
-    """LLVM's standard -O<level> pipeline (with the loop and SLP vectorizers)."""
-    if opt_level <= 0:
-        return
-    pto = llvm.create_pipeline_tuning_options(speed_level=min(opt_level, 3))
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pto.loop_interleaving = True
-    pto.loop_unrolling = True
-    pb = llvm.create_pass_builder(tm, pto)
-    pm = pb.getModulePassManager()
-    pm.run(module, pb)
 
 
 class CpuJit:

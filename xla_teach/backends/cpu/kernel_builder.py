@@ -19,32 +19,13 @@ LLVM needs to vectorize -- and is inlined into the outer one.
 
 from __future__ import annotations
 
-import re
-
 from llvmlite import ir
 
 from xla_teach.backends.llvm.ir_array import IrArray
 from xla_teach.backends.llvm.ir_types import I64, PTR
+from xla_teach.backends.llvm.kernel_support import llvm_name, overlapping
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.scheduling.buffer_assignment import BufferSlice
-
-
-def llvm_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.]", "_", name)
-
-
-def overlapping(slices: list[BufferSlice]) -> list[bool]:
-    """For each slice: does any *other* slice share bytes with it?"""
-    result = []
-    for i, a in enumerate(slices):
-        hit = False
-        for j, other in enumerate(slices):
-            if i == j or a.allocation is not other.allocation:
-                continue
-            if a.offset < other.offset + other.size and other.offset < a.offset + a.size:
-                hit = True
-        result.append(hit)
-    return result
 
 
 class KernelBuilder:
@@ -98,16 +79,3 @@ class KernelBuilder:
 
     def finish(self) -> None:
         self.b.ret_void()
-
-
-def annotate_kernels(ir_text: str, comments: dict[str, str]) -> str:
-    """Insert ``; <HLO text>`` comment lines above each kernel's ``define``."""
-    lines = ir_text.splitlines()
-    out = []
-    for line in lines:
-        match = re.match(r'define (?:dso_local )?void @"?([^"(]+)"?\(ptr', line)
-        if match and match.group(1) in comments:
-            for text in comments[match.group(1)].splitlines():
-                out.append(f"; {text}")
-        out.append(line)
-    return "\n".join(out) + "\n"

@@ -23,12 +23,11 @@ from typing import Any
 import numpy as np
 
 from xla_teach.backends.compiler_base import CompilerBase
-from xla_teach.backends.cpu.compiler import _sub
-from xla_teach.backends.cpu.ir_emitter import HostPlan, SequencePlan
-from xla_teach.backends.cpu.kernel_builder import annotate_kernels
 from xla_teach.backends.gpu.ir_emitter import GpuIrEmitter, GpuKernelPlan
 from xla_teach.backends.gpu.nvptx import DEFAULT_ARCH, compile_to_ptx, normalize_arch
 from xla_teach.backends.gpu.runtime import GpuUnavailableError, device_available, unavailable_reason
+from xla_teach.backends.llvm.ir_emitter_base import HostPlan, SequencePlan
+from xla_teach.backends.llvm.kernel_support import annotate_kernels
 from xla_teach.backends.options import CompileOptions
 from xla_teach.hlo.custom_calls import get_custom_call_target
 from xla_teach.hlo.ir import HloModule
@@ -111,9 +110,9 @@ def _load(program: GpuProgram, artifacts: CompiledArtifacts) -> Any:
             instr = step.instruction
 
             def leaves(op):  # type: ignore[no-untyped-def]
-                return [(ba.slice(op, idx), _sub(op.shape, idx)) for idx in leaf_indices(op.shape)]
+                return [(ba.slice(op, idx), op.shape.subshape(idx)) for idx in leaf_indices(op.shape)]
 
-            results = [(ba.slice(instr, idx).allocation.index, _sub(instr.shape, idx))
+            results = [(ba.slice(instr, idx).allocation.index, instr.shape.subshape(idx))
                        for idx in leaf_indices(instr.shape)]
             if instr.opcode == "while":
                 seq.thunks.append(GpuHostThunk(instr.name, "while", leaves(instr.operand(0)), results,

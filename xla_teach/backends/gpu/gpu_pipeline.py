@@ -13,12 +13,12 @@ position (an extra ``iota`` operand) and every sort gives the interpreter's orde
 
 from __future__ import annotations
 
-from xla_teach.backends.cpu.passes.reshape_to_bitcast import ReshapeToBitcast
-from xla_teach.backends.cpu.passes.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.passes.expanders import add_expanders
 from xla_teach.passes.expanders.stable_sort_expander import StableSortExpander
 from xla_teach.passes.fusion.fusion_rules import FusionConfig
 from xla_teach.passes.fusion.row_fusion import RowFusion
+from xla_teach.passes.lowering.reshape_to_bitcast import ReshapeToBitcast
+from xla_teach.passes.lowering.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.pipeline import default_pipeline
 from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler

@@ -1,7 +1,7 @@
 """From a scheduled, buffer-assigned module to NVPTX kernels and launch plans.
 
-The walk over each sequential computation is the CPU backend's
-(:class:`~xla_teach.backends.cpu.ir_emitter.CpuIrEmitter`): the same instructions
+The walk over each sequential computation is shared with the CPU backend
+(:class:`~xla_teach.backends.llvm.ir_emitter_base.IrEmitterBase`): the same instructions
 need no code (parameters, tuples, bitcasts ...), the same run on the host
 (while, conditional, call, custom-call). What differs is each kernel:
 
@@ -25,11 +25,6 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xla_teach.backends.cpu.ir_emitter import CpuIrEmitter, _hlo_comment, _leaves, find_dot_in
-from xla_teach.backends.cpu.kernels.context import KernelContext
-from xla_teach.backends.cpu.kernels.reduction import is_reduction_hero
-from xla_teach.backends.cpu.kernels.rng import emit_rng_get_and_update_state_kernel, emit_rng_state_reset
-from xla_teach.backends.cpu.kernels.scatter import emit_scatter_kernel, emit_select_and_scatter_kernel
 from xla_teach.backends.gpu.kernel_builder import GpuKernelBuilder, LaunchDimensions, ptx_name
 from xla_teach.backends.gpu.kernels.dot import emit_gpu_dot_kernel
 from xla_teach.backends.gpu.kernels.loop import emit_gpu_loop_kernel, emit_single_thread
@@ -40,6 +35,11 @@ from xla_teach.backends.gpu.kernels.scatter import emit_gpu_dynamic_update_slice
 from xla_teach.backends.gpu.kernels.sort import emit_gpu_sort_kernel
 from xla_teach.backends.gpu.kernels.transpose import emit_gpu_transpose_kernel, is_tiled_transpose
 from xla_teach.backends.gpu.nvptx import DATA_LAYOUT, TRIPLE
+from xla_teach.backends.llvm.ir_emitter_base import IrEmitterBase, SequencePlan
+from xla_teach.backends.llvm.kernel_context import KernelContext, find_dot_in, is_reduction_hero
+from xla_teach.backends.llvm.kernel_support import hlo_comment
+from xla_teach.backends.llvm.kernels.rng import emit_rng_get_and_update_state_kernel, emit_rng_state_reset
+from xla_teach.backends.llvm.kernels.scatter import emit_scatter_kernel, emit_select_and_scatter_kernel
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.passes.fusion.row_fusion import is_row_fusion
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, BufferSlice
@@ -64,12 +64,12 @@ class GpuKernelPlan:
     copies: list[DeviceCopy] = field(default_factory=list)
 
 
-class GpuIrEmitter(CpuIrEmitter):
+class GpuIrEmitter(IrEmitterBase):
     """Emits one NVPTX LLVM module for the whole HLO module."""
 
     allow_tf32 = True  # --xla_teach_gpu_tf32
 
-    def emit_all(self):  # type: ignore[no-untyped-def]
+    def emit_all(self) -> dict[str, SequencePlan]:
         self.llvm_module.triple = TRIPLE
         self.llvm_module.data_layout = DATA_LAYOUT
         return super().emit_all()
@@ -77,7 +77,7 @@ class GpuIrEmitter(CpuIrEmitter):
     def symbol(self, name: str) -> str:
         return ptx_name(name)  # PTX identifiers: letters, digits, _ and $ only
 
-    def _emit_kernel(self, instr: HloInstruction, assignment: BufferAssignment) -> GpuKernelPlan:  # type: ignore[override]
+    def emit_kernel(self, instr: HloInstruction, assignment: BufferAssignment) -> GpuKernelPlan:
         operand_slices, operand_shapes = [], []
         for op in instr.operands:
             if op.shape.is_tuple or op.shape.is_token:
@@ -85,20 +85,20 @@ class GpuIrEmitter(CpuIrEmitter):
             operand_slices.append(assignment.slice(op))
             operand_shapes.append(op.shape)
         output_slices = assignment.leaf_slices(instr)
-        name = self._kernel_name(instr)
+        name = self.kernel_name(instr)
         slices = operand_slices + output_slices
-        kb = GpuKernelBuilder(self.llvm_module, name, operand_shapes + _leaves(instr.shape), slices)
-        ctx = KernelContext(kb, instr, kb.arrays[: len(operand_shapes)], kb.arrays[len(operand_shapes):])  # type: ignore[arg-type]
+        kb = GpuKernelBuilder(self.llvm_module, name, operand_shapes + instr.shape.leaf_shapes(), slices)
+        ctx = KernelContext(kb, instr, kb.arrays[: len(operand_shapes)], kb.arrays[len(operand_shapes):])
         emit = self._choose_gpu(instr, assignment)
         launch = emit(ctx)
         kb.finish()
         copies = (self._scatter_copies(instr, assignment) or []) if emit is emit_gpu_scatter_kernel else []
-        self.comments[name] = _hlo_comment(instr)
+        self.comments[name] = hlo_comment(instr)
         instr.backend_config = json.dumps({"launch_dimensions": launch.as_config()}, separators=(",", ":"))
         return GpuKernelPlan(name, instr.name, slices, launch, sum(s.size for s in slices), copies)
 
-    def _emit_rng_state_reset(self) -> GpuKernelPlan:  # type: ignore[override]
-        name = self._unique_symbol("rng_state_reset")
+    def emit_rng_state_reset(self) -> GpuKernelPlan:
+        name = self.unique_symbol("rng_state_reset")
         kb = GpuKernelBuilder(self.llvm_module, name, [], [])
         emit_rng_state_reset(kb.b, self.llvm_module)
         kb.finish()

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from xla_teach.backends.cpu.kernel_builder import overlapping
 from xla_teach.backends.llvm.ir_array import IrArray, i64
 from xla_teach.backends.llvm.ir_types import I32, I64, PTR
+from xla_teach.backends.llvm.kernel_support import overlapping
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.scheduling.buffer_assignment import BufferSlice
 

@@ -53,7 +53,7 @@ def target_machine(arch: str, opt_level: int = 3) -> llvm.TargetMachine:
 
 def compile_to_ptx(ir_text: str, arch: str, opt_level: int = 3) -> tuple[str, str]:
     """(optimized LLVM IR, PTX) for one module."""
-    from xla_teach.backends.cpu.jit import optimize_module
+    from xla_teach.backends.llvm.kernel_support import optimize_module
 
     tm = target_machine(arch, opt_level)
     with _lock:

@@ -19,66 +19,25 @@ into the output buffer, then applies the epilogue in place, element by element.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from llvmlite import ir
 
 from xla_teach.backends.cpu.blas import CBLAS_NO_TRANS, CBLAS_ROW_MAJOR, CBLAS_TRANS, find_blas
-from xla_teach.backends.cpu.kernels.context import KernelContext, _loader, choose_partitions
 from xla_teach.backends.cpu.kernels.loop import emit_loop_kernel
+from xla_teach.backends.cpu.kernels.partitions import choose_partitions
 from xla_teach.backends.llvm import elemental_ops as ops
 from xla_teach.backends.llvm.elemental_emitter import ElementalEmitter
 from xla_teach.backends.llvm.elemental_windows import dot_index_maps
+from xla_teach.backends.llvm.gemm import find_dot, gemm_shape
 from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64
 from xla_teach.backends.llvm.ir_types import F32, F64, I32, I64, PTR, compute_type
+from xla_teach.backends.llvm.kernel_context import KernelContext, operand_loader
 from xla_teach.backends.llvm.loops import for_each_index, for_range
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.types import PrimitiveType
 
 BLAS_MIN_FLOPS = 48**3  # below this, emitted loops beat the call overhead
 TILE_I, TILE_J, TILE_K = 8, 256, 128  # loop tiles: a TILE_K x TILE_J block of B is 128 KiB in f32
-
-
-@dataclass(frozen=True)
-class GemmShape:
-    """A dot as ``batch`` row-major GEMMs C[m,n] = op(A)[m,k] @ op(B)[k,n]."""
-
-    batch: int
-    m: int
-    n: int
-    k: int
-    trans_a: bool
-    trans_b: bool
-
-    @property
-    def lda(self) -> int:
-        return self.m if self.trans_a else self.k
-
-    @property
-    def ldb(self) -> int:
-        return self.k if self.trans_b else self.n
-
-
-def gemm_shape(dot: HloInstruction) -> GemmShape | None:
-    """The GEMM view of ``dot``, or None if its dimension numbers/layouts don't fit one."""
-    lhs, rhs = dot.operand(0).shape, dot.operand(1).shape
-    if not all(s.has_default_layout() for s in (lhs, rhs, dot.shape)):
-        return None
-    lb, lc, lf, rb, rc, rf = dot_index_maps(dot)
-    nb = len(lb)
-    if lb != list(range(nb)) or rb != list(range(nb)) or len(lc) != 1 or len(rc) != 1:
-        return None
-    if len(lf) > 1 or len(rf) > 1:
-        return None
-    m = lhs.dimensions[lf[0]] if lf else 1
-    n = rhs.dimensions[rf[0]] if rf else 1
-    k = lhs.dimensions[lc[0]]
-    batch = 1
-    for d in lb:
-        batch *= lhs.dimensions[d]
-    trans_a = bool(lf) and lc[0] < lf[0]
-    trans_b = bool(rf) and rf[0] < rc[0]
-    return GemmShape(batch, m, n, k, trans_a, trans_b)
 
 
 def choose_dot_strategy(dot: HloInstruction) -> str:
@@ -102,17 +61,6 @@ def dot_strategy(dot: HloInstruction) -> str:
         except json.JSONDecodeError:
             pass
     return choose_dot_strategy(dot)
-
-
-def find_dot(ctx: KernelContext) -> HloInstruction | None:
-    hero = ctx.hero()
-    if hero.opcode == "dot":
-        return hero
-    if ctx.instr.opcode == "fusion":
-        for instr in ctx.instr.fused_computation.instructions:
-            if instr.opcode == "dot":
-                return instr
-    return None
 
 
 def emit_dot_kernel(ctx: KernelContext) -> tuple[int, int]:
@@ -267,6 +215,6 @@ def _epilogue_emitter(ctx: KernelContext, dot: HloInstruction, out: IrArray) -> 
     """Generators for the fused epilogue, reading the dot's value back from ``out``."""
     gens = {}
     for param in ctx.instr.fused_computation.parameter_instructions:
-        gens[param.unique_id] = _loader(ctx, ctx.operand_arrays[param.parameter_number])
-    gens[dot.unique_id] = _loader(ctx, out)
+        gens[param.unique_id] = operand_loader(ctx, ctx.operand_arrays[param.parameter_number])
+    gens[dot.unique_id] = operand_loader(ctx, out)
     return ElementalEmitter(ctx.b, gens)

@@ -12,26 +12,15 @@ The outermost loop honours ``[begin, end)`` so the runtime can split it::
 
 from __future__ import annotations
 
-from xla_teach.backends.cpu.kernels.context import KernelContext, choose_partitions
+from xla_teach.backends.cpu.kernels.partitions import choose_partitions
 from xla_teach.backends.llvm.ir_array import IrIndex
+from xla_teach.backends.llvm.kernel_context import KernelContext, element_values
 from xla_teach.backends.llvm.loops import for_each_index
 from xla_teach.hlo.ir import HloInstruction
 
 
 def _elements(hero: HloInstruction) -> list[HloInstruction]:
     return list(hero.operands) if hero.opcode == "tuple" else [hero]
-
-
-def element_values(em, elements: list[HloInstruction], index: IrIndex) -> list:  # type: ignore[no-untyped-def]
-    """The values of ``elements`` at ``index``, flattened: a variadic op (a tuple-shaped
-    reduce-window, say) contributes one value per output."""
-    values = []
-    for element in elements:
-        shape = element.shape.tuple_shapes[0] if element.shape.is_tuple else element.shape
-        same_layout = shape.minor_to_major() == index.shape.minor_to_major()
-        value = em.value_at(element, IrIndex(index.dims, shape, index.linear if same_layout else None))
-        values.extend(value if isinstance(value, tuple) else [value])
-    return values
 
 
 def emit_loop_kernel(ctx: KernelContext) -> tuple[int, int]:

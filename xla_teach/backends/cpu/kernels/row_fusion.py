@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from xla_teach.backends.cpu.kernels.context import KernelContext, choose_partitions
+from xla_teach.backends.cpu.kernels.partitions import choose_partitions
 from xla_teach.backends.llvm.elemental_windows import loop_nest
 from xla_teach.backends.llvm.ir_array import IrIndex
+from xla_teach.backends.llvm.kernel_context import KernelContext
 from xla_teach.backends.llvm.loops import for_each_index, stack_slot
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 from xla_teach.hlo.ir import HloInstruction

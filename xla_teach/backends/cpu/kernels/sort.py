@@ -22,9 +22,10 @@ import math
 
 from llvmlite import ir
 
-from xla_teach.backends.cpu.kernels.context import KernelContext, choose_partitions
+from xla_teach.backends.cpu.kernels.partitions import choose_partitions
 from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64
 from xla_teach.backends.llvm.ir_types import I64, PTR, from_storage
+from xla_teach.backends.llvm.kernel_context import KernelContext
 from xla_teach.backends.llvm.loops import for_range, stack_slot, while_loop
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 

@@ -41,16 +41,16 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from xla_teach.backends.cpu.kernels.context import KernelContext, _loader
-from xla_teach.backends.cpu.kernels.dot import find_dot, gemm_shape
 from xla_teach.backends.gpu.kernel_builder import LaunchDimensions
 from xla_teach.backends.gpu.kernels.dot_mma import emit_gpu_mma_dot_kernel, mma_fits, uses_tf32
 from xla_teach.backends.gpu.kernels.loop import emit_gpu_loop_kernel
 from xla_teach.backends.llvm import elemental_ops as ops
 from xla_teach.backends.llvm.elemental_emitter import ElementalEmitter
 from xla_teach.backends.llvm.elemental_windows import dot_index_maps, dot_operand_at
+from xla_teach.backends.llvm.gemm import find_dot, gemm_shape
 from xla_teach.backends.llvm.ir_array import IrIndex, i64, unflatten
 from xla_teach.backends.llvm.ir_types import compute_type
+from xla_teach.backends.llvm.kernel_context import KernelContext, operand_loader
 from xla_teach.backends.llvm.loops import for_range, if_then, stack_slot
 from xla_teach.hlo.types import PrimitiveType
 
@@ -124,7 +124,7 @@ def emit_gpu_dot_kernel(ctx: KernelContext, allow_tf32: bool = True) -> LaunchDi
         index = IrIndex(tuple(dims), out.shape)
         value = b.load(acc)
         if ctx.hero() is not dot:
-            gens = {p.unique_id: _loader(ctx, ctx.operand_arrays[p.parameter_number])
+            gens = {p.unique_id: operand_loader(ctx, ctx.operand_arrays[p.parameter_number])
                     for p in ctx.instr.fused_computation.parameter_instructions}
             gens[dot.unique_id] = lambda _index, v=value: v
             value = ElementalEmitter(b, gens).value_at(ctx.hero(), index)
@@ -220,7 +220,7 @@ def _emit_register_tiled(ctx: KernelContext, dot, gemm, t: Tiling) -> LaunchDime
     out = ctx.output_arrays[0]
     gens = None
     if ctx.hero() is not dot:
-        gens = {p.unique_id: _loader(ctx, ctx.operand_arrays[p.parameter_number])
+        gens = {p.unique_id: operand_loader(ctx, ctx.operand_arrays[p.parameter_number])
                 for p in ctx.instr.fused_computation.parameter_instructions}
     for i in range(t.tm):
         row = b.add(m0, b.add(ty, i64(rows_per * i)))

@@ -34,12 +34,12 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from xla_teach.backends.cpu.kernels.context import KernelContext, _loader
 from xla_teach.backends.gpu.kernel_builder import WARP_SIZE, LaunchDimensions
 from xla_teach.backends.llvm.elemental_emitter import ElementalEmitter
 from xla_teach.backends.llvm.elemental_windows import dot_index_maps, dot_operand_at
 from xla_teach.backends.llvm.ir_array import IrIndex, i64
 from xla_teach.backends.llvm.ir_types import F32, I32
+from xla_teach.backends.llvm.kernel_context import KernelContext, operand_loader
 from xla_teach.backends.llvm.loops import for_range, if_then, stack_slot
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.types import PrimitiveType
@@ -158,7 +158,7 @@ def emit_gpu_mma_dot_kernel(ctx: KernelContext, dot: HloInstruction, gemm, batch
     out = ctx.output_arrays[0]
     gens = None
     if ctx.hero() is not dot:
-        gens = {p.unique_id: _loader(ctx, ctx.operand_arrays[p.parameter_number])
+        gens = {p.unique_id: operand_loader(ctx, ctx.operand_arrays[p.parameter_number])
                 for p in ctx.instr.fused_computation.parameter_instructions}
     for i in range(MT):
         for j in range(NT):

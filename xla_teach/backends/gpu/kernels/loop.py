@@ -14,11 +14,10 @@ the last block that fall past the end::
 
 from __future__ import annotations
 
-from xla_teach.backends.cpu.kernels.context import KernelContext
-from xla_teach.backends.cpu.kernels.loop import element_values
 from xla_teach.backends.gpu.kernel_builder import LaunchDimensions, linear_launch
 from xla_teach.backends.llvm.elemental_emitter import delinearize_physical
 from xla_teach.backends.llvm.ir_array import IrIndex, i64
+from xla_teach.backends.llvm.kernel_context import KernelContext, element_values
 from xla_teach.backends.llvm.loops import if_then
 
 VECTOR_WIDTH = 4  # elements per thread when accesses can be 16-byte vectors

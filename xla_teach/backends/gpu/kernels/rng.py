@@ -11,9 +11,9 @@ communication at all, and thread 0 also writes the new state ``{key, base + bloc
 
 from __future__ import annotations
 
-from xla_teach.backends.cpu.kernels.context import KernelContext
 from xla_teach.backends.gpu.kernel_builder import LaunchDimensions, linear_launch
 from xla_teach.backends.llvm.ir_array import IrIndex, delinearize, i64
+from xla_teach.backends.llvm.kernel_context import KernelContext
 from xla_teach.backends.llvm.loops import if_then
 from xla_teach.backends.llvm.philox import blocks_used, emit_rng_element, split_key
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from xla_teach.backends.cpu.kernels.context import KernelContext
 from xla_teach.backends.gpu.kernel_builder import WARP_SIZE, LaunchDimensions
 from xla_teach.backends.llvm.elemental_emitter import ElementalEmitter
 from xla_teach.backends.llvm.ir_array import IrIndex, i64, unflatten
+from xla_teach.backends.llvm.kernel_context import KernelContext
 from xla_teach.backends.llvm.loops import if_then, stack_slot
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 from xla_teach.hlo.ir import HloInstruction

@@ -33,11 +33,11 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from xla_teach.backends.cpu.kernels.context import KernelContext
 from xla_teach.backends.gpu.kernel_builder import LaunchDimensions, linear_launch
 from xla_teach.backends.llvm.elemental_emitter import clamp_index, clamp_range, widen_index
 from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, delinearize, i64
 from xla_teach.backends.llvm.ir_types import I32, I64, from_storage, to_storage
+from xla_teach.backends.llvm.kernel_context import KernelContext
 from xla_teach.backends.llvm.loops import if_then
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 from xla_teach.backends.llvm.scatter_indexing import scatter_target

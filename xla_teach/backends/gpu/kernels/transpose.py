@@ -23,10 +23,10 @@ import math
 
 from llvmlite import ir
 
-from xla_teach.backends.cpu.kernels.context import KernelContext
 from xla_teach.backends.gpu.kernel_builder import LaunchDimensions
 from xla_teach.backends.llvm.ir_array import IrIndex, i64
 from xla_teach.backends.llvm.ir_types import compute_type
+from xla_teach.backends.llvm.kernel_context import KernelContext
 from xla_teach.backends.llvm.loops import if_then
 from xla_teach.hlo.ir import HloInstruction
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from xla_teach.backends.cpu.kernels.context import KernelContext
 from xla_teach.backends.llvm.elemental_emitter import clamp_index, clamp_range, widen_index
 from xla_teach.backends.llvm.elemental_windows import loop_nest, window_position
 from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64
 from xla_teach.backends.llvm.ir_types import I1, I64
+from xla_teach.backends.llvm.kernel_context import KernelContext
 from xla_teach.backends.llvm.loops import for_each_index, if_then, stack_slot
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 from xla_teach.backends.llvm.scatter_indexing import scatter_target

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from xla_teach.backends.cpu.kernels.context import KernelContext
 from xla_teach.backends.llvm.ir_array import IrIndex, delinearize, i64
 from xla_teach.backends.llvm.ir_types import I64
+from xla_teach.backends.llvm.kernel_context import KernelContext
 from xla_teach.backends.llvm.loops import for_range
 from xla_teach.backends.llvm.philox import blocks_used, emit_rng_element, split_key
 

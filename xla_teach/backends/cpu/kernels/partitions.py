@@ -1,0 +1,16 @@
+"""How many threads of the CPU's pool share one kernel."""
+
+from __future__ import annotations
+
+import os
+
+# Split a kernel across threads when its outermost loop carries at least this much work.
+PARALLEL_WORK_THRESHOLD = 1 << 17
+
+
+def choose_partitions(outer_size: int, work: int) -> int:
+    """How many threads should share a kernel whose outer loop has ``outer_size`` steps."""
+    cores = os.cpu_count() or 1
+    if cores <= 1 or outer_size < 2 or work < PARALLEL_WORK_THRESHOLD:
+        return 1
+    return min(cores, outer_size)

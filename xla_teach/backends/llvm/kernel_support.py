@@ -1,0 +1,70 @@
+"""What both LLVM backends do the same way around their kernels.
+
+* :func:`llvm_name` -- an HLO name as an LLVM symbol;
+* :func:`overlapping` -- which of a kernel's buffer slices share bytes with another (those
+  arguments cannot be ``noalias``);
+* :func:`hlo_comment` / :func:`annotate_kernels` -- the HLO text of each kernel written as a
+  comment above its ``define`` in the LLVM IR listing (as XLA's IR dumps do);
+* :func:`optimize_module` -- LLVM's standard ``-O<level>`` pipeline, for the host or NVPTX.
+"""
+
+from __future__ import annotations
+
+import re
+
+import llvmlite.binding as llvm
+
+from xla_teach.hlo.ir import HloInstruction
+from xla_teach.passes.scheduling.buffer_assignment import BufferSlice
+
+
+def llvm_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.]", "_", name)
+
+
+def overlapping(slices: list[BufferSlice]) -> list[bool]:
+    """For each slice: does any *other* slice share bytes with it?"""
+    result = []
+    for i, a in enumerate(slices):
+        hit = False
+        for j, other in enumerate(slices):
+            if i == j or a.allocation is not other.allocation:
+                continue
+            if a.offset < other.offset + other.size and other.offset < a.offset + a.size:
+                hit = True
+        result.append(hit)
+    return result
+
+
+def hlo_comment(instr: HloInstruction) -> str:
+    lines = [instr.to_text(print_metadata=False)]
+    if instr.opcode == "fusion":
+        lines += ["  " + i.to_text(print_metadata=False) for i in instr.fused_computation.instructions]
+    return "\n".join(lines)
+
+
+def annotate_kernels(ir_text: str, comments: dict[str, str]) -> str:
+    """Insert ``; <HLO text>`` comment lines above each kernel's ``define``."""
+    lines = ir_text.splitlines()
+    out = []
+    for line in lines:
+        match = re.match(r'define (?:dso_local )?void @"?([^"(]+)"?\(ptr', line)
+        if match and match.group(1) in comments:
+            for text in comments[match.group(1)].splitlines():
+                out.append(f"; {text}")
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def optimize_module(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int) -> None:
+    """LLVM's standard -O<level> pipeline (with the loop and SLP vectorizers)."""
+    if opt_level <= 0:
+        return
+    pto = llvm.create_pipeline_tuning_options(speed_level=min(opt_level, 3))
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_interleaving = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pm = pb.getModulePassManager()
+    pm.run(module, pb)
