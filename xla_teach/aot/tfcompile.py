@@ -48,7 +48,7 @@ from xla_teach.aot.entry_emitter import emit_entry_function
 from xla_teach.aot.header import C_TYPES, BufferInfo, c_identifier, render_example_main, render_header
 from xla_teach.backends.cpu.compiler import CpuCompiler
 from xla_teach.backends.cpu.ir_emitter import CpuIrEmitter, HostPlan
-from xla_teach.backends.cpu.jit import _initialize
+from xla_teach.backends.cpu.jit import initialize_llvm
 from xla_teach.backends.llvm.gemm import gemm_shape
 from xla_teach.backends.llvm.kernel_support import optimize_module
 from xla_teach.backends.options import CompileOptions
@@ -143,7 +143,7 @@ def force_loop_dots(module: HloModule) -> int:
 
 
 def _target_machine(target_cpu: str) -> llvm.TargetMachine:
-    _initialize()
+    initialize_llvm()
     target = llvm.Target.from_default_triple()
     if target_cpu == "native":
         cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()

@@ -166,7 +166,7 @@ defvjp("transpose")(lambda ct, xs, out, permutation: [bind(P.transpose_p, ct,
 defvjp("rev")(lambda ct, xs, out, dimensions: [bind(P.reverse_p, ct, dimensions=dimensions)])
 
 
-def _pad(ct: Tracer, value: Any, config: Sequence[tuple[int, int, int]]) -> Tracer:
+def pad_primitive(ct: Tracer, value: Any, config: Sequence[tuple[int, int, int]]) -> Tracer:
     return bind(P.pad_p, ct, astype(value, ct.dtype), config=tuple(tuple(int(v) for v in c) for c in config))
 
 
@@ -176,12 +176,12 @@ def _slice(ct: Tracer, xs: list[Tracer], out: Tracer, start: Sequence[int], limi
     shape = xs[0].shape
     real_limits = [s + (0 if n == 0 else 1 + (n - 1) * st) for s, n, st in zip(start, ct.shape, strides, strict=True)]
     config = [(s, d - lim, st - 1) for s, d, lim, st in zip(start, shape, real_limits, strides, strict=True)]
-    return [_pad(ct, np.zeros((), ct.dtype), config)]
+    return [pad_primitive(ct, np.zeros((), ct.dtype), config)]
 
 
 @defvjp("pad")
 def _pad_rule(ct: Tracer, xs: list[Tracer], out: Tracer, config: Sequence[tuple[int, int, int]]) -> list[Tracer]:
-    unpadded = _pad(ct, np.zeros((), ct.dtype), [(-lo, -hi, 0) for lo, hi, _ in config])
+    unpadded = pad_primitive(ct, np.zeros((), ct.dtype), [(-lo, -hi, 0) for lo, hi, _ in config])
     t_operand = bind(P.slice_p, unpadded, start=(0,) * ct.ndim, limit=unpadded.shape,
                      strides=tuple(interior + 1 for _, _, interior in config))
     t_value = subtract(xsum(ct), xsum(t_operand))

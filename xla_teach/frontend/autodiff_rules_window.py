@@ -24,7 +24,7 @@ import numpy as np
 
 from xla_teach.frontend import primitives as P
 from xla_teach.frontend.autodiff import needs_grad
-from xla_teach.frontend.autodiff_rules import _pad, defvjp
+from xla_teach.frontend.autodiff_rules import defvjp, pad_primitive
 from xla_teach.frontend.errors import CompilationError
 from xla_teach.frontend.numpy_api import multiply, true_divide
 from xla_teach.frontend.numpy_api_shape import transpose
@@ -60,7 +60,7 @@ def _reduce_window(ct: Tracer, xs: list[Tracer], out: Tracer, kind: str, window:
     if kind == "sum":
         pads = conv_vjp_lhs_padding(x.shape, window, strides, ct.shape, padding, base_dilation or ones,
                                     window_dilation or ones)
-        padded = _pad(ct, np.zeros((), ct.dtype), [(lo, hi, s - 1) for (lo, hi), s in zip(pads, strides,
+        padded = pad_primitive(ct, np.zeros((), ct.dtype), [(lo, hi, s - 1) for (lo, hi), s in zip(pads, strides,
                                                                                            strict=True)])
         return [bind(P.reduce_window_p, padded, kind="sum", window=tuple(window),
                      strides=tuple(base_dilation or ones), padding=((0, 0),) * x.ndim,

@@ -78,12 +78,12 @@ def trace_closed(fn: Callable[..., Any], in_avals: Sequence[ShapedArray], name: 
         leaves, out_tree = tree_flatten(out)
         results = [ctx.lift(leaf) for leaf in leaves]
         if out_avals is not None:
-            results = _match_avals(results, out_avals, name)
+            results = match_avals(results, out_avals, name)
         comp = sub.build_computation(sub.tuple([r.op for r in results]))
     return ClosedTrace(comp, out_tree, [r.aval for r in results], ctx.captured)
 
 
-def _match_avals(results: list[Tracer], avals: Sequence[ShapedArray], name: str) -> list[Tracer]:
+def match_avals(results: list[Tracer], avals: Sequence[ShapedArray], name: str) -> list[Tracer]:
     from xla_teach.frontend.numpy_api import astype
 
     if len(results) != len(avals):
@@ -104,7 +104,7 @@ def _match_avals(results: list[Tracer], avals: Sequence[ShapedArray], name: str)
     return out
 
 
-def _splice(closed: HloComputation, builder: XlaBuilder, args: Sequence[XlaOp]) -> XlaOp:
+def splice(closed: HloComputation, builder: XlaBuilder, args: Sequence[XlaOp]) -> XlaOp:
     """Move the instructions of ``closed`` into ``builder``'s computation, its parameters
     replaced by ``args``; returns the moved root. (An inliner on a fresh computation.)"""
     target = builder.computation
@@ -140,13 +140,13 @@ def _wrapper(builder: XlaBuilder, name: str, state_shape: Shape, n_state: int, c
     elements = [sub.get_tuple_element(param, i) for i in range(len(state_shape.tuple_shapes))]
     position = {id(c): n_state + k for k, c in enumerate(captures)}
     args = elements[:n_state] + [elements[position[id(c)]] for c in closed.captured]
-    outs = _elements_of(sub, _splice(closed.computation, sub, args), n_state if body else 1)
+    outs = elements_of(sub, splice(closed.computation, sub, args), n_state if body else 1)
     if body:
         return sub.build_computation(sub.tuple(outs + elements[n_state:]))
     return sub.build_computation(outs[0])
 
 
-def _elements_of(sub: XlaBuilder, result: XlaOp, n: int) -> list[XlaOp]:
+def elements_of(sub: XlaBuilder, result: XlaOp, n: int) -> list[XlaOp]:
     """The elements of a tuple-shaped op: the operands of a ``tuple`` instruction nobody
     else uses (which is then removed), else ``get-tuple-element``s."""
     instr = result.instruction
@@ -316,7 +316,7 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
     if not isinstance(index, Tracer):
         i = int(np.clip(int(np.asarray(index)), 0, len(branches) - 1))
         return branches[i](*operands)
-    return _conditional(astype(clip(index, 0, len(branches) - 1), np.int32), list(branches), operands)
+    return conditional_primitive(astype(clip(index, 0, len(branches) - 1), np.int32), list(branches), operands)
 
 
 def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any) -> Any:
@@ -335,10 +335,10 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
     if pred.shape != ():
         raise CompilationError("cond", f"the predicate must be a scalar, got {pred.aval}",
                                "reduce it first, e.g. xnp.any(x > 0)")
-    return _conditional(astype(pred, np.bool_), [true_fun, false_fun], operands)
+    return conditional_primitive(astype(pred, np.bool_), [true_fun, false_fun], operands)
 
 
-def _conditional(selector: Tracer, branches: list[Callable[..., Any]], operands: Sequence[Any]) -> Any:
+def conditional_primitive(selector: Tracer, branches: list[Callable[..., Any]], operands: Sequence[Any]) -> Any:
     from xla_teach.frontend.autodiff import is_recorded
 
     ctx = current_context()
@@ -390,4 +390,4 @@ def _branch_wrapper(builder: XlaBuilder, k: int, shape: Shape, closed: ClosedTra
     sub = builder.create_sub_builder(f"branch_{k}_computation")
     param = sub.parameter(0, shape, "operands")
     args = [sub.get_tuple_element(param, i) for i in range(len(shape.tuple_shapes))]
-    return sub.build_computation(_splice(closed.computation, sub, args))
+    return sub.build_computation(splice(closed.computation, sub, args))

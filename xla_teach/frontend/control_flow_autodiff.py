@@ -31,7 +31,7 @@ from typing import Any
 
 from xla_teach.frontend import dtypes
 from xla_teach.frontend.autodiff import backward_pass, identity_p, needs_grad
-from xla_teach.frontend.control_flow import _conditional, _match_avals
+from xla_teach.frontend.control_flow import conditional_primitive, match_avals
 from xla_teach.frontend.tracer import ShapedArray, Tape, Tracer, bind, current_context, recording
 
 Rule = Callable[[Sequence[Tracer | None], Sequence[Tracer], Sequence[Tracer]], list[Tracer | None]]
@@ -107,7 +107,7 @@ def cond_transpose_rule(branches: Sequence[Callable[..., list[Any]]], captured: 
                 return ct_ops + ct_closed
             return branch
 
-        result = _conditional(selector, [backward_branch(fn) for fn in branches],
+        result = conditional_primitive(selector, [backward_branch(fn) for fn in branches],
                               (operands, [cts[k] for k in seeded]))
         grads: list[Tracer | None] = [None] * len(inputs)
         for k, g in zip([1 + k for k in wrt] + [1 + len(operands) + k for k in wrt_closed], result, strict=True):
@@ -154,7 +154,7 @@ def scan_transpose_rule(step: Step, captured: Sequence[Tracer], carry_avals: Seq
                 new_carry, y = step(index, args[:n_c], args[n_c:])
                 sub = current_context()
                 assert sub is not None
-                return _match_avals([sub.lift(c) for c in new_carry], carry_avals, what) + [sub.lift(v) for v in y]
+                return match_avals([sub.lift(c) for c in new_carry], carry_avals, what) + [sub.lift(v) for v in y]
 
             seeds = dict(zip(wrt_c, ct_c, strict=True))
             seeds.update({n_c + k: ct for k, ct in zip(seeded_ys, ct_y_i, strict=True)})

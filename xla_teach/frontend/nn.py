@@ -62,9 +62,9 @@ def _is_int(x: ArrayLike) -> bool:
 @api
 def sigmoid(x: ArrayLike) -> Tracer:
     """``1 / (1 + exp(-x))`` as HLO's ``logistic``."""
-    from xla_teach.frontend.numpy_api import _to_inexact
+    from xla_teach.frontend.numpy_api import to_inexact
 
-    return bind(P.PRIMITIVES["logistic"], _to_inexact(x))
+    return bind(P.PRIMITIVES["logistic"], to_inexact(x))
 
 
 @api

@@ -182,7 +182,7 @@ def _nary(prim: str, *xs: ArrayLike) -> Tracer:
     return out
 
 
-def _to_inexact(x: ArrayLike) -> Tracer:
+def to_inexact(x: ArrayLike) -> Tracer:
     """Integers and bools become the default float (NumPy would use float64)."""
     t = lift(x)
     if not dtypes.is_float(t.dtype):
@@ -194,7 +194,7 @@ def _to_inexact(x: ArrayLike) -> Tracer:
 
 def _unary_float(prim: str) -> Callable[[ArrayLike], Tracer]:
     def fn(x: ArrayLike) -> Tracer:
-        t = _to_inexact(x)
+        t = to_inexact(x)
         out = bind(P.PRIMITIVES[prim], t)
         out.weak_type = t.weak_type
         return out
@@ -246,7 +246,7 @@ def multiply(x: ArrayLike, y: ArrayLike) -> Tracer:
 def true_divide(x: ArrayLike, y: ArrayLike) -> Tracer:
     x, y = promote(x, y)
     if not dtypes.is_float(x.dtype):
-        x, y = _to_inexact(x), _to_inexact(y)
+        x, y = to_inexact(x), to_inexact(y)
     return _nary("div", x, y)
 
 
@@ -305,7 +305,7 @@ def minimum(x: ArrayLike, y: ArrayLike) -> Tracer:
 
 @api
 def arctan2(y: ArrayLike, x: ArrayLike) -> Tracer:
-    y, x = promote(_to_inexact(y), _to_inexact(x))
+    y, x = promote(to_inexact(y), to_inexact(x))
     return _nary("atan2", y, x)
 
 
@@ -360,7 +360,7 @@ def round(x: ArrayLike, decimals: int = 0) -> Tracer:  # noqa: A001 - NumPy's na
     """Round half to even, as NumPy (``decimals`` scales by 10**decimals first)."""
     if decimals == 0:
         return rint(x)
-    t = _to_inexact(x)
+    t = to_inexact(x)
     scale = 10.0 ** decimals
     return true_divide(rint(multiply(t, scale)), scale)
 
@@ -381,12 +381,12 @@ def square(x: ArrayLike) -> Tracer:
 
 @api
 def reciprocal(x: ArrayLike) -> Tracer:
-    return true_divide(1.0, _to_inexact(x))
+    return true_divide(1.0, to_inexact(x))
 
 
 @api
 def exp2(x: ArrayLike) -> Tracer:
-    return exp(multiply(_to_inexact(x), math.log(2.0)))
+    return exp(multiply(to_inexact(x), math.log(2.0)))
 
 
 @api
@@ -411,7 +411,7 @@ def sinh(x: ArrayLike) -> Tracer:
     """``(e^x - e^-x) / 2``: for ``|x| < 1`` as ``(E + E/(E+1)) / 2`` with ``E = expm1(x)``
     (no cancellation, so tiny ``x`` keeps its relative accuracy), else ``e^|x|/2 - e^-|x|/2``
     computed by :func:`_half_exp` so it only overflows where the result does."""
-    t = _to_inexact(x)
+    t = to_inexact(x)
     e = expm1(clip(t, -1.0, 1.0))  # clipped: the unused branch stays finite (and so do its gradients)
     small = multiply(add(e, true_divide(e, add(e, 1.0))), 0.5)
     half = _half_exp(absolute(t))
@@ -423,25 +423,25 @@ def sinh(x: ArrayLike) -> Tracer:
 @api
 def cosh(x: ArrayLike) -> Tracer:
     """``(e^x + e^-x) / 2 = e^|x|/2 + 1/(4 * (e^|x|/2))``, finite wherever the result fits."""
-    half = _half_exp(absolute(_to_inexact(x)))
+    half = _half_exp(absolute(to_inexact(x)))
     return add(half, true_divide(0.25, half))
 
 
 @api
 def arctan(x: ArrayLike) -> Tracer:
-    t = _to_inexact(x)
+    t = to_inexact(x)
     return arctan2(t, ones_like(t))
 
 
 @api
 def arcsin(x: ArrayLike) -> Tracer:
-    t = _to_inexact(x)
+    t = to_inexact(x)
     return arctan2(t, sqrt(subtract(1.0, multiply(t, t))))
 
 
 @api
 def arccos(x: ArrayLike) -> Tracer:
-    t = _to_inexact(x)
+    t = to_inexact(x)
     return arctan2(sqrt(subtract(1.0, multiply(t, t))), t)
 
 
@@ -752,7 +752,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype:
         raise ValueError(f"xnp.linspace: Number of samples, {num}, must be non-negative.")
     dtype = dtypes.canonicalize(dtype) if dtype is not None else dtypes.DEFAULT_FLOAT
     div = (num - 1) if endpoint else num
-    start_t, stop_t = _to_inexact(start), _to_inexact(stop)
+    start_t, stop_t = to_inexact(start), to_inexact(stop)
     steps = bind(P.iota_p, dtype=dtypes.DEFAULT_FLOAT, shape=(num,), dimension=0)
     delta = subtract(stop_t, start_t)
     out = add(start_t, multiply(steps, true_divide(delta, float(max(div, 1)))))

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from xla_teach.frontend.control_flow import ClosedTrace, _elements_of, _match_avals, _splice, trace_closed
+from xla_teach.frontend.control_flow import ClosedTrace, elements_of, match_avals, splice, trace_closed
 from xla_teach.frontend.tracer import Primitive, ShapedArray, Tracer, bind, current_context
 from xla_teach.hlo.builder import XlaBuilder, XlaOp
 from xla_teach.hlo.ir import HloComputation
@@ -63,7 +63,7 @@ def scan_loop(step: ScanStep, init: Sequence[Any], xs: Sequence[Any], length: in
         new_carry, y = step(index, list(flat[:n_c]), list(flat[n_c:]))
         sub = current_context()
         assert sub is not None
-        return _match_avals([sub.lift(c) for c in new_carry], carry_avals, what) + [sub.lift(v) for v in y]
+        return match_avals([sub.lift(c) for c in new_carry], carry_avals, what) + [sub.lift(v) for v in y]
 
     index_aval = ShapedArray((), np.dtype(np.int32), False)
     closed = trace_closed(body, [index_aval, *carry_avals, *x_avals], "body")
@@ -130,8 +130,8 @@ def _scan_body(builder: XlaBuilder, state_shape: Shape, layout: _ScanLayout, clo
     index = sub.sub(np.int32(layout.length - 1), i) if layout.reverse else i
     x_now = [sub.reshape(sub.dynamic_slice(x, [index] + [0] * len(a.shape), (1, *a.shape)), a.shape)
              for x, a in zip(xs, layout.x_avals, strict=True)]
-    result = _splice(closed.computation, sub, [index, *carry, *x_now, *consts])
-    outs = _elements_of(sub, result, len(closed.out_avals))
+    result = splice(closed.computation, sub, [index, *carry, *x_now, *consts])
+    outs = elements_of(sub, result, len(closed.out_avals))
     new_carry, ys = outs[:n_c], outs[n_c:]
     written = ys + (carry if layout.store_carries else [])
     buffers = [sub.dynamic_update_slice(buf, sub.reshape(v, (1, *v.dimensions)), [index] + [0] * v.rank)

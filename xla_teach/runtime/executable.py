@@ -42,11 +42,11 @@ def _writable_alone(array: np.ndarray, others: Sequence[object]) -> bool:
         isinstance(o, np.ndarray) and np.may_share_memory(array, o) for o in others)
 
 
-def _flatten(values: Sequence[object]) -> list[np.ndarray]:
+def flatten_arguments(values: Sequence[object]) -> list[np.ndarray]:
     leaves: list[np.ndarray] = []
     for value in values:
         if isinstance(value, tuple):
-            leaves.extend(_flatten(value))
+            leaves.extend(flatten_arguments(value))
         else:
             leaves.append(value)  # type: ignore[arg-type]
     return leaves
@@ -162,7 +162,7 @@ class Executable:
     def execute(self, args: Sequence[np.ndarray], profiler: Profiler | None = None) -> list[np.ndarray]:
         from xla_teach.hlo.evaluator.arguments import check_arguments
 
-        leaves = _flatten(check_arguments(self.module.entry, args))
+        leaves = flatten_arguments(check_arguments(self.module.entry, args))
         outputs = self.entry.run(leaves, profiler)
         # Never hand the caller one of its own arrays (or one output twice): copy those -- except
         # outputs written into a donated argument, which are the point of donating it.

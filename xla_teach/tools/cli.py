@@ -15,8 +15,9 @@ Option names are XLA's where XLA has them (``--use_fake_data``, ``--num_runs``,
 ``--abs_error_bound``...). Every subcommand also accepts ``--xla_*`` flags (the
 same as in ``XLA_FLAGS``), e.g. ``xla-teach opt m.hlo --xla_disable_hlo_passes=fusion``.
 
-Adding a subcommand: write ``configure(parser)`` and ``run(args) -> exit code`` and
-call :func:`register` (see the bottom of this file). Errors a user can fix are one
+Adding a subcommand: write ``configure(parser)`` and ``run(args) -> exit code`` and call
+:func:`~xla_teach.tools.cli_registry.register` (see the bottom of this file); a new module of
+subcommands is imported at the top of this file. Errors a user can fix are one
 line on stderr and exit code 2; a detected miscompile is exit code 1.
 """
 
@@ -26,54 +27,17 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+
+# The other modules' subcommands register themselves when imported: this is the full list.
+import xla_teach.aot.cli  # noqa: F401 - `aot`
+import xla_teach.exercises.cli  # noqa: F401 - `grade`
+import xla_teach.tools.cli_extra  # noqa: F401 - `render`, `explore`, `diff`, `demo`
+from xla_teach.tools.cli_registry import SUBCOMMANDS, add_bool, register, rewrite_bools
 
 PROG = "xla-teach"
-
-
-@dataclass
-class Subcommand:
-    name: str
-    help: str
-    configure: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
-
-
-SUBCOMMANDS: dict[str, Subcommand] = {}
-
-
-def register(name: str, help: str, configure: Callable[[argparse.ArgumentParser], None],
-             run: Callable[[argparse.Namespace], int]) -> None:
-    """Add a subcommand (``grade``, ``render``... register themselves the same way)."""
-    SUBCOMMANDS[name] = Subcommand(name, help, configure, run)
-
-
-# ---- option helpers ------------------------------------------------------------------------
-BOOL_OPTIONS: set[str] = set()  # "--name" of every boolean option (for --name=true|false)
-
-
-def add_bool(parser: argparse.ArgumentParser, name: str, default: bool, help: str) -> None:
-    """XLA's (absl's) boolean flags: ``--flag``, ``--noflag``, ``--flag=true``, ``--flag=false``."""
-    dest = name.lstrip("-")
-    BOOL_OPTIONS.add(name)
-    parser.add_argument(name, dest=dest, action="store_true", default=default,
-                        help=f"{help} (default {str(default).lower()}; --no{dest} or ={str(not default).lower()} "
-                        "to change)")
-    parser.add_argument(f"--no{dest}", dest=dest, action="store_false", help=argparse.SUPPRESS)
-
-
-def _rewrite_bools(argv: list[str]) -> list[str]:
-    """``--flag=true`` -> ``--flag``, ``--flag=false`` -> ``--noflag`` (argparse knows only the bare forms)."""
-    rewritten = []
-    for item in argv:
-        name, sep, value = item.partition("=")
-        if sep and name in BOOL_OPTIONS:
-            if value.lower() in ("true", "1", "yes"):
-                item = name
-            elif value.lower() in ("false", "0", "no"):
-                item = "--no" + name[2:]
-        rewritten.append(item)
-    return rewritten
+# How `xla-teach --help` lists them: XLA's tools first.
+HELP_ORDER = ("replay", "run-hlo-module", "opt", "bisect", "timeline", "flags", "explore", "diff", "render", "demo",
+              "aot", "grade")
 
 
 def add_platform(parser: argparse.ArgumentParser, default: str = "cpu", *aliases: str) -> None:
@@ -306,9 +270,6 @@ register("opt", "run HLO passes, print a stage (hlo-opt)", _configure_opt, _run_
 register("bisect", "find the pass that breaks a program, shrink it to a reproducer", _configure_bisect, _run_bisect)
 register("timeline", "trace every thunk over N runs as Chrome trace JSON", _configure_timeline, _run_timeline)
 register("flags", "print the table of --xla_* flags", _configure_flags, _run_flags)
-import xla_teach.aot.cli  # noqa: E402,F401 - registers `aot`
-import xla_teach.exercises.cli  # noqa: E402,F401 - registers `grade`
-import xla_teach.tools.cli_extra  # noqa: E402,F401 - registers `render` and `demo`
 
 
 # ---- main ---------------------------------------------------------------------------------------------------
@@ -317,7 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "Every subcommand also accepts --xla_* flags.")
     parser.add_argument("--traceback", action="store_true", help="show the Python traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND")
-    for command in SUBCOMMANDS.values():
+    ordered = sorted(SUBCOMMANDS.values(), key=lambda c: HELP_ORDER.index(c.name) if c.name in HELP_ORDER else 99)
+    for command in ordered:
         command.configure(sub.add_parser(command.name, help=command.help, description=command.help))
     return parser
 
@@ -336,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     from xla_teach import flags
 
     parser = build_parser()
-    args, extra = parser.parse_known_args(_rewrite_bools(list(sys.argv[1:] if argv is None else argv)))
+    args, extra = parser.parse_known_args(rewrite_bools(list(sys.argv[1:] if argv is None else argv)))
     if args.command is None:
         parser.print_help()
         return 2
@@ -367,9 +329,5 @@ def _describe(err: Exception) -> str:
 
 
 if __name__ == "__main__":
-    # Under `python -m`, this file is `__main__`; the subcommands that register themselves
-    # (render, demo, grade) import `xla_teach.tools.cli`, a second copy. Run that one.
-    from xla_teach.tools.cli import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())
 

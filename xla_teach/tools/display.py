@@ -58,12 +58,12 @@ def computation_repr_svg(self: HloComputation) -> str | None:
 
 
 def record_repr_html(self: PassRecord) -> str:
-    from xla_teach.tools.html_report import _CSS, _GraphCache, record_html
+    from xla_teach.tools.html_report import REPORT_CSS, GraphCache, record_html
 
-    graphs = _GraphCache({"max_nodes": DISPLAY_MAX_NODES})
+    graphs = GraphCache({"max_nodes": DISPLAY_MAX_NODES})
     # Jupyter has no page script here: show the section (and hide the step buttons).
     body = record_html(self, graphs).replace('<section class="pass"', '<section class="pass current"', 1)
-    return f"<div><style>{_CSS} .controls {{ display: none; }}</style>{body}</div>"
+    return f"<div><style>{REPORT_CSS} .controls {{ display: none; }}</style>{body}</div>"
 
 
 def recorder_repr_html(self: PassRecorder) -> str:

@@ -29,7 +29,7 @@ from typing import Any
 
 from xla_teach.passes.pass_base import PassRecord, PassRecorder
 
-_CSS = """
+REPORT_CSS = """
 body { font-family: Helvetica, Arial, sans-serif; margin: 0; color: #212121; }
 header { padding: 0.6em 1em; background: #eceff1; border-bottom: 1px solid #cfd8dc; }
 h1 { font-size: 1.3em; margin: 0.2em 0; }
@@ -105,7 +105,7 @@ def esc(text: str) -> str:
 
 def _page(title: str, body: str, script: str = "") -> str:
     return ("<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<title>{esc(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n{body}\n"
+            f"<title>{esc(title)}</title>\n<style>{REPORT_CSS}</style>\n</head>\n<body>\n{body}\n"
             + (f"<script>{script}</script>\n" if script else "") + "</body>\n</html>\n")
 
 
@@ -192,7 +192,7 @@ def _module_name(text: str) -> str:
     return match.group(1) if match else "module"
 
 
-class _GraphCache:
+class GraphCache:
     """SVG per module text: the module after pass k is the module before pass k+1."""
 
     def __init__(self, options: dict[str, Any]) -> None:
@@ -219,7 +219,7 @@ def _instruction_names(text: str) -> set[str]:
     return set(re.findall(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=", text, flags=re.MULTILINE))
 
 
-def record_html(record: PassRecord, graphs: _GraphCache | None, anchor: str = "") -> str:
+def record_html(record: PassRecord, graphs: GraphCache | None, anchor: str = "") -> str:
     """One pass: heading, counts, notes, before/after graphs, diff."""
     status = "skipped" if record.skipped else "changed" if record.changed else "unchanged"
     badge = f'<span class="badge {status}">{status}{": " + esc(record.skipped) if record.skipped else ""}</span>'
@@ -262,7 +262,7 @@ def pass_report_html(source: PassRecorder | Iterable[PassRecord] | Any, *, title
         records = [r for r in records if r.changed]
     first_text = next((r.before for r in records if r.before), "")
     title = title or f"Passes of {_module_name(first_text)}"
-    cache = _GraphCache(render_options) if graphs else None
+    cache = GraphCache(render_options) if graphs else None
     changed = sum(1 for r in records if r.changed)
     total_ms = sum(r.seconds for r in records) * 1e3
     items, sections = [], []

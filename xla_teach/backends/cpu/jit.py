@@ -21,7 +21,7 @@ _lock = threading.Lock()
 
 
 @functools.cache
-def _initialize() -> None:
+def initialize_llvm() -> None:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     llvm.initialize_native_asmparser()
@@ -29,7 +29,7 @@ def _initialize() -> None:
 
 def host_target_machine(opt_level: int = 3) -> llvm.TargetMachine:
     """A new target machine for the host (MCJIT takes ownership of the one it is given)."""
-    _initialize()
+    initialize_llvm()
     target = llvm.Target.from_default_triple()
     return target.create_target_machine(
         cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
@@ -37,7 +37,7 @@ def host_target_machine(opt_level: int = 3) -> llvm.TargetMachine:
 
 
 def host_description() -> str:
-    _initialize()
+    initialize_llvm()
     return f"{llvm.get_process_triple()} cpu={llvm.get_host_cpu_name()}"
 
 
@@ -45,7 +45,7 @@ class CpuJit:
     """A JIT-compiled LLVM module whose functions can be called through ctypes."""
 
     def __init__(self, ir_text: str, opt_level: int = 3, keep_assembly: bool = True) -> None:
-        _initialize()
+        initialize_llvm()
         self.ir_no_opt = ir_text
         tm = host_target_machine(opt_level)
         with _lock:

@@ -229,11 +229,11 @@ class GpuExecutable:
 
     def execute(self, args: Sequence[np.ndarray], profiler: Any = None) -> list[np.ndarray]:
         from xla_teach.hlo.evaluator.arguments import check_arguments
-        from xla_teach.runtime.executable import _flatten
+        from xla_teach.runtime.executable import flatten_arguments
 
         ctx = self.entry.ctx
         ctx.make_current()
-        leaves = _flatten(check_arguments(self.module.entry, args))
+        leaves = flatten_arguments(check_arguments(self.module.entry, args))
         inputs = [upload(ctx, leaf, shape) for leaf, (_, shape) in zip(leaves, self.entry.parameter_leaves,
                                                                        strict=True)]
         outputs = self.entry.run(inputs, profiler)

@@ -1,0 +1,70 @@
+"""Layers stay apart. The backends are siblings: the CPU and GPU compilers share what lives in ``backends/llvm`` and
+``passes/``, and neither imports the other (nor does the shared layer import either). A module
+that reaches across fails here, with the line that does it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "xla_teach"
+FORBIDDEN = {
+    "backends/cpu": ("xla_teach.backends.gpu",),
+    "backends/gpu": ("xla_teach.backends.cpu",),
+    "backends/llvm": ("xla_teach.backends.cpu", "xla_teach.backends.gpu"),
+}
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+    return found
+
+
+def test_no_backend_imports_another() -> None:
+    crossings = []
+    for folder, banned in FORBIDDEN.items():
+        for path in sorted((PACKAGE / folder).rglob("*.py")):
+            for line, module in _imports(path):
+                if module.startswith(banned):
+                    crossings.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {module}")
+    assert crossings == []
+
+
+def test_no_module_imports_another_module_s_private_names() -> None:
+    """``from xla_teach.x import _helper`` reaches into x's internals: make the helper public, or
+    move it to the layer both use."""
+    private = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("xla_teach"):
+                private += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.module}.{a.name}"
+                            for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    assert private == []
+
+
+def test_no_import_cycles_between_modules() -> None:
+    """Module-level imports form no cycle (an import inside a function, done when it runs, may
+    go back up a layer; a cycle at module level makes the import order matter)."""
+    import networkx as nx
+
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        modules[name.removesuffix(".__init__")] = path
+    graph = nx.DiGraph()
+    for name, path in modules.items():
+        for node in ast.parse(path.read_text(), filename=str(path)).body:
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("xla_teach"):
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    graph.add_edge(name, sub if sub in modules else node.module)
+            elif isinstance(node, ast.Import):
+                graph.add_edges_from((name, a.name) for a in node.names if a.name.startswith("xla_teach"))
+    cycles = list(nx.simple_cycles(graph))
+    assert cycles == [], cycles[:5]
