@@ -31,7 +31,6 @@ from xla_teach.passes.scheduling.buffer_assignment import (
     BufferAssignment,
     HloValue,
     ModuleBufferAssignment,
-    leaf_indices,
 )
 from xla_teach.passes.scheduling.heap_simulator import BufferBlock, pack_blocks
 from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
@@ -64,10 +63,10 @@ def live_ranges(ba: BufferAssignment) -> dict[int, tuple[int, int]]:
     last = dict(first)
     for instr in ba.order:
         for op in instr.operands:
-            for idx in leaf_indices(op.shape):
+            for idx in op.shape.leaf_indices():
                 v = ba.value(op, idx)
                 last[v.id] = max(last[v.id], step[instr.unique_id])
-    for idx in leaf_indices(ba.computation.root.shape):
+    for idx in ba.computation.root.shape.leaf_indices():
         last[ba.value(ba.computation.root, idx).id] = len(ba.order)
     return {vid: (first[vid], last[vid]) for vid in first}
 

@@ -27,7 +27,7 @@ from llvmlite import ir
 from xla_teach.backends.cpu.ir_emitter import KernelPlan, SequencePlan
 from xla_teach.backends.llvm.ir_types import I8, I64, PTR
 from xla_teach.hlo.literal import literal_at
-from xla_teach.passes.scheduling.buffer_assignment import Allocation, BufferSlice, leaf_indices
+from xla_teach.passes.scheduling.buffer_assignment import Allocation, BufferSlice
 from xla_teach.runtime.buffers import to_physical
 
 
@@ -48,7 +48,7 @@ def emit_entry_function(module: ir.Module, name: str, plan: SequencePlan) -> ir.
     ba = plan.assignment
     comp = plan.computation
     num_params = len(comp.parameter_instructions)
-    root_leaves = leaf_indices(comp.root.shape)
+    root_leaves = comp.root.shape.leaf_indices()
     fn_type = ir.FunctionType(ir.VoidType(), [PTR] * (num_params + len(root_leaves) + 1))
     fn = ir.Function(module, fn_type, name)
     fn.attributes.add("nounwind")

@@ -54,7 +54,7 @@ from xla_teach.backends.llvm.kernel_support import optimize_module
 from xla_teach.backends.options import CompileOptions
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.types import PrimitiveType
-from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment, leaf_indices
+from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment
 
 
 class AotError(ValueError):
@@ -245,7 +245,7 @@ def compile_aot(source: HloModule | str | Path | Callable[..., Any], out_dir: st
     root = optimized.entry.root
     results = [BufferInfo(c_identifier(f"result{n}", f"result{n}", taken), root.name,
                           root.shape.tuple_shapes[idx[0]] if idx else root.shape)
-               for n, idx in enumerate(leaf_indices(root.shape))]
+               for n, idx in enumerate(root.shape.leaf_indices())]
     emit_entry_function(emitter.llvm_module, _TEMP_ENTRY, plan)
     code, symbols = _object_code(str(emitter.llvm_module), target_cpu, entry)
     blas = [s for s in symbols if "gemm" in s]

@@ -22,7 +22,7 @@ import weakref
 import numpy as np
 
 from xla_teach.hlo.shape import Shape
-from xla_teach.passes.scheduling.buffer_assignment import Allocation, BufferAssignment, BufferSlice
+from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, BufferSlice
 
 ALIGNMENT = 64
 
@@ -146,5 +146,3 @@ class RunBuffers:
         return logical_view(physical, shape)
 
 
-def allocation_shape(alloc: Allocation) -> Shape:
-    return alloc.values[0][0].shape

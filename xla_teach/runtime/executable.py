@@ -25,15 +25,9 @@ import numpy as np
 
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.literal import literal_at
-from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, leaf_indices
+from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment
 from xla_teach.runtime.buffers import OUTPUT_POOL, RunBuffers, aligned_empty, logical_view, to_physical
 from xla_teach.runtime.thunks import Profiler, Thunk
-
-
-def _subshape(shape, index):  # type: ignore[no-untyped-def]
-    for i in index:
-        shape = shape.tuple_shapes[i]
-    return shape
 
 
 def _writable_alone(array: np.ndarray, others: Sequence[object]) -> bool:
@@ -63,7 +57,7 @@ class SequenceExecutable:
         # Parameter leaves in flattened order -> allocation index.
         self.parameter_leaves: list[tuple[int, object]] = []
         for param in comp.parameter_instructions:
-            for idx in leaf_indices(param.shape):
+            for idx in param.shape.leaf_indices():
                 value = assignment.value(param, idx)
                 self.parameter_leaves.append((assignment.slice(param, idx).allocation.index, value.shape))
         self.constants: dict[int, np.ndarray] = {}
@@ -74,12 +68,13 @@ class SequenceExecutable:
                 self.constants[alloc.index] = to_physical(leaf, value.shape)
         temp = assignment.temp_allocation
         self.temp_arena = aligned_empty(temp.size) if temp is not None else None
-        root_leaves = leaf_indices(comp.root.shape)
-        self.outputs = [(assignment.slice(comp.root, idx), _subshape(comp.root.shape, idx)) for idx in root_leaves]
+        root_leaves = comp.root.shape.leaf_indices()
+        self.outputs = [(assignment.slice(comp.root, idx), comp.root.shape.subshape(idx)) for idx in root_leaves]
         self.output_allocations = [a for a in assignment.allocations if a.kind == "output"]
         # Donation: parameter leaf position -> output leaf position that ends up in its buffer;
         # and the must-alias outputs buffer assignment could not place there (copied at the end).
-        param_leaves = [(p.parameter_number, idx) for p in comp.parameter_instructions for idx in leaf_indices(p.shape)]
+        param_leaves = [(p.parameter_number, idx) for p in comp.parameter_instructions
+                        for idx in p.shape.leaf_indices()]
         self.donated: dict[int, int] = {}
         self.copy_back: list[tuple[int, int]] = []  # (output leaf position, parameter leaf position)
         for alias in assignment.output_aliases:

@@ -24,7 +24,7 @@ from xla_teach.backends.llvm.kernel_support import annotate_kernels
 from xla_teach.hlo.custom_calls import get_custom_call_target
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.passes.pass_base import HloPassPipeline
-from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment, leaf_indices
+from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment
 from xla_teach.runtime.executable import CompiledArtifacts, Executable, SequenceExecutable
 from xla_teach.runtime.thunks import CallThunk, ConditionalThunk, HostCallThunk, KernelThunk, Thunk, WhileThunk
 
@@ -82,10 +82,10 @@ class CpuCompiler(CompilerBase):
 
     def _host_thunk(self, instr: HloInstruction, ba, sequence) -> Thunk:  # type: ignore[no-untyped-def]
         def operand_leaves(op: HloInstruction) -> list:
-            return [(ba.slice(op, idx), op.shape.subshape(idx)) for idx in leaf_indices(op.shape)]
+            return [(ba.slice(op, idx), op.shape.subshape(idx)) for idx in op.shape.leaf_indices()]
 
         results = [(ba.slice(instr, idx).allocation.index, instr.shape.subshape(idx))
-                   for idx in leaf_indices(instr.shape)]
+                   for idx in instr.shape.leaf_indices()]
         if instr.opcode == "while":
             return WhileThunk(instr.name, sequence(instr.attrs["condition"].name), sequence(instr.attrs["body"].name),
                               operand_leaves(instr.operand(0)), results)

@@ -36,11 +36,6 @@ def host_target_machine(opt_level: int = 3) -> llvm.TargetMachine:
         opt=min(max(opt_level, 0), 3), codemodel="jitdefault", jit=True)
 
 
-def host_description() -> str:
-    initialize_llvm()
-    return f"{llvm.get_process_triple()} cpu={llvm.get_host_cpu_name()}"
-
-
 class CpuJit:
     """A JIT-compiled LLVM module whose functions can be called through ctypes."""
 

@@ -32,7 +32,7 @@ from xla_teach.backends.options import CompileOptions
 from xla_teach.hlo.custom_calls import get_custom_call_target
 from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.pass_base import HloPassPipeline
-from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment, leaf_indices
+from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment
 from xla_teach.runtime.executable import CompiledArtifacts
 
 
@@ -110,10 +110,10 @@ def _load(program: GpuProgram, artifacts: CompiledArtifacts) -> Any:
             instr = step.instruction
 
             def leaves(op):  # type: ignore[no-untyped-def]
-                return [(ba.slice(op, idx), op.shape.subshape(idx)) for idx in leaf_indices(op.shape)]
+                return [(ba.slice(op, idx), op.shape.subshape(idx)) for idx in op.shape.leaf_indices()]
 
             results = [(ba.slice(instr, idx).allocation.index, instr.shape.subshape(idx))
-                       for idx in leaf_indices(instr.shape)]
+                       for idx in instr.shape.leaf_indices()]
             if instr.opcode == "while":
                 seq.thunks.append(GpuHostThunk(instr.name, "while", leaves(instr.operand(0)), results,
                                                [sequence(instr.attrs["condition"].name),

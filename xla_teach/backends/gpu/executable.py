@@ -28,7 +28,7 @@ from xla_teach.backends.gpu.kernel_builder import LaunchDimensions
 from xla_teach.backends.gpu.runtime import CudaContext, DeviceBuffer, KernelArguments
 from xla_teach.hlo.literal import literal_at
 from xla_teach.hlo.shape import Shape
-from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, BufferSlice, leaf_indices
+from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, BufferSlice
 from xla_teach.runtime.buffers import empty_physical, logical_view, to_physical
 
 ALIGN = 256
@@ -176,8 +176,8 @@ class GpuSequence:
         self.thunks: list[Any] = []
         comp = assignment.computation
         self.parameter_leaves = [(assignment.slice(p, idx).allocation.index, assignment.value(p, idx).shape)
-                                 for p in comp.parameter_instructions for idx in leaf_indices(p.shape)]
-        self.outputs = [assignment.slice(comp.root, idx) for idx in leaf_indices(comp.root.shape)]
+                                 for p in comp.parameter_instructions for idx in p.shape.leaf_indices()]
+        self.outputs = [assignment.slice(comp.root, idx) for idx in comp.root.shape.leaf_indices()]
         # The root's own shapes: a root that is a bitcast (reshape) shares its operand's buffer and
         # value, whose shape is the operand's.
         self.output_shapes = comp.root.shape.leaf_shapes()

@@ -2,7 +2,7 @@
 
 Each function takes operand values in their compute type (see
 :mod:`ir_types`) and returns the result value. The semantics are exactly the
-reference interpreter's (and XLA:CPU's, per ``xla-operation-semantics.md``):
+reference interpreter's (and XLA:CPU's, which tests/hlo/ pins case by case):
 
 * integers wrap; ``x / 0`` is -1 (signed) or all ones (unsigned), ``x % 0 = x``,
   ``INT_MIN / -1 = INT_MIN``, ``INT_MIN % -1 = 0`` -- never LLVM's undefined

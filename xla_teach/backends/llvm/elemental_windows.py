@@ -23,11 +23,10 @@ from xla_teach.backends.llvm.elemental_emitter import (
     widen_index,
 )
 from xla_teach.backends.llvm.ir_array import IrIndex, i64
-from xla_teach.backends.llvm.ir_types import I1, compute_type, round_to_type, storage_type
+from xla_teach.backends.llvm.ir_types import I1, compute_type, storage_type
 from xla_teach.backends.llvm.loops import for_range, stack_slot
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 from xla_teach.hlo.ir import HloInstruction
-from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
 
 
@@ -393,5 +392,3 @@ def gte_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
     return lambda index: em.value_at(source, IrIndex(index.dims, source.shape))[k]
 
 
-def result_type_round(b: ir.IRBuilder, value: ir.Value, shape: Shape) -> ir.Value:
-    return round_to_type(b, value, shape.element_type)

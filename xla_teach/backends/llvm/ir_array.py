@@ -126,10 +126,4 @@ class IrArray:
     def store(self, b: ir.IRBuilder, value: ir.Value, index: IrIndex) -> None:
         b.store(to_storage(b, value, self.element_type), self.address(b, index))
 
-    def load_linear(self, b: ir.IRBuilder, linear: ir.Value) -> ir.Value:
-        raw = b.load(b.gep(self.base, [linear], inbounds=True, source_etype=self.storage), typ=self.storage)
-        return from_storage(b, raw, self.element_type)
 
-    def store_linear(self, b: ir.IRBuilder, value: ir.Value, linear: ir.Value) -> None:
-        b.store(to_storage(b, value, self.element_type),
-                b.gep(self.base, [linear], inbounds=True, source_etype=self.storage))

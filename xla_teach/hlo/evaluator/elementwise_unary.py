@@ -5,7 +5,7 @@ Each opcode is one small function ``f(x) -> result`` over a whole array, collect
 same functions serve the fast paths of :mod:`fast_paths` (a ``map`` whose computation is
 one unary op), so both paths share one implementation.
 
-Edge cases follow xla-operation-semantics.md §2: integers wrap (``abs(INT_MIN) =
+Edge cases follow XLA:CPU (tests/hlo/ pins each): integers wrap (``abs(INT_MIN) =
 INT_MIN``), ``sign`` keeps the sign of zero, ``round-nearest-afz`` rounds ties away from
 zero, ``count-leading-zeros(0)`` is the bit width. Float ops on f16/bf16 compute in f32
 and round back (:func:`numeric.float_op`).

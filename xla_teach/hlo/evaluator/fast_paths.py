@@ -128,8 +128,8 @@ def match_sort_comparator(comp: HloComputation) -> SortKey | None:
 # ---------------------------------------------------------------------------------------
 def tree_reduce_last_axis(binary: Callable[[np.ndarray, np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
     """Combine the elements along the last axis pairwise (a balanced tree), vectorised over
-    the other axes; the last axis must be non-empty. Regrouping is allowed for reduce
-    (xla-operation-semantics.md §7), and pairwise float sums are also more accurate."""
+    the other axes; the last axis must be non-empty. XLA allows a reduce to regroup its
+    operations, and pairwise float sums are also more accurate."""
     while x.shape[-1] > 1:
         half = x.shape[-1] // 2
         combined = binary(x[..., :half], x[..., half : 2 * half])

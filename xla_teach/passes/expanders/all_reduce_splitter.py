@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from xla_teach.hlo.ir import HloComputation
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.simplifiers.rewrite_utils import add_instruction, replace_instruction
+from xla_teach.passes.rewrite_utils import add_instruction, replace_instruction
 
 
 class AllReduceSplitter(HloPass):

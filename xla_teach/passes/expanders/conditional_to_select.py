@@ -63,7 +63,7 @@ from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.simplifiers.rewrite_utils import (
+from xla_teach.passes.rewrite_utils import (
     add_constant,
     add_instruction,
     broadcast_scalar,

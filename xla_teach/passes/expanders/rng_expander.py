@@ -75,9 +75,9 @@ from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPass
+from xla_teach.passes.rewrite_utils import add_constant, add_instruction, replace_instruction
 from xla_teach.passes.simplifiers.call_inliner import inline_call
 from xla_teach.passes.simplifiers.dce import remove_dead_instructions, remove_unreachable_computations
-from xla_teach.passes.simplifiers.rewrite_utils import add_constant, add_instruction, replace_instruction
 
 U64, S64, F64, PRED = PrimitiveType.U64, PrimitiveType.S64, PrimitiveType.F64, PrimitiveType.PRED
 STATE_OP = "rng-get-and-update-state"

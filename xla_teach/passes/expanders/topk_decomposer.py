@@ -47,7 +47,7 @@ from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.simplifiers.rewrite_utils import add_instruction, replace_instruction
+from xla_teach.passes.rewrite_utils import add_instruction, replace_instruction
 
 
 class TopkDecomposer(HloPass):

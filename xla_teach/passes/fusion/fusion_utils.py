@@ -21,10 +21,6 @@ from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 
 
-def fused_parameter_for(fusion: HloInstruction, operand_index: int) -> HloInstruction:
-    return fusion.fused_computation.parameter(operand_index)
-
-
 def create_fusion(consumer: HloInstruction, kind: str, name: str | None = None) -> HloInstruction:
     """Replace ``consumer`` by a fusion instruction that computes exactly it."""
     comp = consumer.parent
@@ -206,10 +202,6 @@ def _reorder_fused(fused: HloComputation) -> None:
     params = fused.parameter_instructions
     rest = [i for i in fused.post_order() if i.opcode != "parameter"]
     fused.instructions = params + rest
-
-
-def fusion_instruction_count(fusion: HloInstruction) -> int:
-    return sum(1 for i in fusion.fused_computation.instructions if i.opcode != "parameter")
 
 
 def merge_sibling_fusions(a: HloInstruction, b: HloInstruction) -> HloInstruction:

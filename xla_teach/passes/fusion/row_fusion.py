@@ -109,10 +109,6 @@ def is_row_fusion(instr: HloInstruction) -> bool:
     return instr.opcode == "fusion" and instr.backend_config in ROW_FUSION_CONFIGS
 
 
-def _row_dims(shape) -> tuple[int, ...] | None:  # type: ignore[no-untyped-def]
-    return None if shape.is_tuple else tuple(shape.dimensions)
-
-
 class _Group:
     """The candidate instructions around one root: first everything of the right *form*, then
     pruned until no member (except the root) is used outside the group."""

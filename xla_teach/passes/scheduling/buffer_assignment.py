@@ -120,7 +120,7 @@ class BufferAssignment:
         return self._slice_of[self.value(instr, index).id]
 
     def leaf_slices(self, instr: HloInstruction) -> list[BufferSlice]:
-        return [self.slice(instr, idx) for idx in leaf_indices(instr.shape)]
+        return [self.slice(instr, idx) for idx in instr.shape.leaf_indices()]
 
     @property
     def temp_allocation(self) -> Allocation | None:
@@ -138,7 +138,7 @@ class BufferAssignment:
 
     def alias_bytes(self) -> int:
         """Bytes of outputs written into donated parameters (no output buffer of their own)."""
-        return sum(_subshape(self.computation.root.shape, a.output_index).byte_size()
+        return sum(self.computation.root.shape.subshape(a.output_index).byte_size()
                    for a in self.output_aliases if a.shared)
 
     def to_text(self) -> str:
@@ -161,18 +161,6 @@ class BufferAssignment:
         return "\n".join(lines)
 
 
-def leaf_indices(shape: Shape, prefix: ShapeIndex = ()) -> list[ShapeIndex]:
-    if shape.is_tuple:
-        return [idx for i, s in enumerate(shape.tuple_shapes) for idx in leaf_indices(s, prefix + (i,))]
-    return [prefix]
-
-
-def _subshape(shape: Shape, index: ShapeIndex) -> Shape:
-    for i in index:
-        shape = shape.tuple_shapes[i]
-    return shape
-
-
 def can_run_in_place(instr: HloInstruction, operand_index: int) -> bool:
     """May ``instr`` write its (array) result over operand ``operand_index``'s buffer?"""
     op = instr.operand(operand_index)
@@ -193,7 +181,7 @@ def can_write_output_in_place(instr: HloInstruction, operand_index: int, output_
     so one of its outputs may overwrite an operand read only elementwise at that same index."""
     if not instr.shape.is_tuple:
         return output_index == () and can_run_in_place(instr, operand_index)
-    op, out = instr.operand(operand_index), _subshape(instr.shape, output_index)
+    op, out = instr.operand(operand_index), instr.shape.subshape(output_index)
     if (instr.opcode != "fusion" or instr.fusion_kind != "kLoop" or len(output_index) != 1 or op.shape.is_tuple
             or instr.fused_computation.root.opcode != "tuple" or out.byte_size() != op.shape.byte_size()):
         return False
@@ -222,7 +210,7 @@ def times_read(ba: BufferAssignment, instr: HloInstruction, value: HloValue) -> 
     """How many of ``instr``'s operand leaves hold ``value``. Counted through aliases, so that
     ``fusion(e, bitcast(e))`` reads ``e`` twice: writing the result over ``e`` would clobber
     elements the second operand still has to read at other indices."""
-    return sum(ba.value(op, idx) is value for op in instr.operands for idx in leaf_indices(op.shape))
+    return sum(ba.value(op, idx) is value for op in instr.operands for idx in op.shape.leaf_indices())
 
 
 def assign_buffers(comp: HloComputation, is_entry: bool) -> BufferAssignment:
@@ -232,7 +220,7 @@ def assign_buffers(comp: HloComputation, is_entry: bool) -> BufferAssignment:
 
     # 1. Values, following aliases.
     for instr in order:
-        for idx in leaf_indices(instr.shape):
+        for idx in instr.shape.leaf_indices():
             if instr.opcode == "tuple":
                 source = ba.value(instr.operand(idx[0]), idx[1:])
             elif instr.opcode == "get-tuple-element":
@@ -240,7 +228,7 @@ def assign_buffers(comp: HloComputation, is_entry: bool) -> BufferAssignment:
             elif instr.opcode in ("bitcast", "opt-barrier"):
                 source = ba.value(instr.operand(0), idx)
             else:
-                source = HloValue(len(ba.values), instr, idx, _subshape(instr.shape, idx))
+                source = HloValue(len(ba.values), instr, idx, instr.shape.subshape(idx))
                 ba.values.append(source)
             ba._value_at[(instr.unique_id, idx)] = source
 
@@ -249,9 +237,9 @@ def assign_buffers(comp: HloComputation, is_entry: bool) -> BufferAssignment:
     live = {v.id: [position[v.instruction.unique_id], position[v.instruction.unique_id]] for v in ba.values}
     for instr in order:
         for op in instr.operands:
-            for idx in leaf_indices(op.shape):
+            for idx in op.shape.leaf_indices():
                 live[ba.value(op, idx).id][1] = max(live[ba.value(op, idx).id][1], position[instr.unique_id])
-    root_values = [ba.value(comp.root, idx) for idx in leaf_indices(comp.root.shape)]
+    root_values = [ba.value(comp.root, idx) for idx in comp.root.shape.leaf_indices()]
     for v in root_values:
         live[v.id][1] = end_of_time
 
@@ -306,7 +294,7 @@ def assign_buffers(comp: HloComputation, is_entry: bool) -> BufferAssignment:
     for n, v in enumerate(root_values):
         alloc = ba._slice_of[v.id].allocation
         if alloc.kind == "output" and alloc.output_index is None:
-            alloc.output_index = leaf_indices(comp.root.shape)[n]
+            alloc.output_index = comp.root.shape.leaf_indices()[n]
     for alias in ba.output_aliases:
         if alias.shared:
             ba._slice_of[ba.value(comp.root, alias.output_index).id].allocation.output_index = alias.output_index

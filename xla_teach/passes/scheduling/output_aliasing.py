@@ -57,7 +57,6 @@ def decide_output_aliases(ba: BufferAssignment, kind_of: dict[int, str],
     """Fill ``ba.output_aliases``; returns output value id -> the parameter value whose
     allocation it takes (only for outputs computed here, not passed-through parameters)."""
     from xla_teach.hlo.verifier import input_output_alias_problems
-    from xla_teach.passes.scheduling.buffer_assignment import leaf_indices
 
     comp = ba.computation
     module = comp.parent
@@ -66,7 +65,7 @@ def decide_output_aliases(ba: BufferAssignment, kind_of: dict[int, str],
     problems = input_output_alias_problems(module)
     if problems:
         raise ValueError(f"buffer assignment of module '{module.name}': bad " + "; ".join(problems))
-    root_leaves = leaf_indices(comp.root.shape)
+    root_leaves = comp.root.shape.leaf_indices()
     home_of: dict[int, HloValue] = {}
     for out_index, alias in module.input_output_alias.items():
         param_value = ba.value(comp.parameter(alias.parameter_number), alias.parameter_index)

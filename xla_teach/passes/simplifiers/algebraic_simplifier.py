@@ -82,11 +82,11 @@ from __future__ import annotations
 from xla_teach.hlo.ir import HloComputation
 from xla_teach.hlo.opcodes import is_elementwise
 from xla_teach.passes.pass_base import HloPass
+from xla_teach.passes.rewrite_utils import replace_instruction
 from xla_teach.passes.simplifiers.algsimp_rules_arith import ARITH_RULES
 from xla_teach.passes.simplifiers.algsimp_rules_base import Rule
 from xla_teach.passes.simplifiers.algsimp_rules_reduce_dot import REDUCE_DOT_RULES
 from xla_teach.passes.simplifiers.algsimp_rules_shape import SHAPE_RULES
-from xla_teach.passes.simplifiers.rewrite_utils import replace_instruction
 
 ALL_RULES: tuple[Rule, ...] = SHAPE_RULES + ARITH_RULES + REDUCE_DOT_RULES
 

@@ -12,14 +12,14 @@ import numpy as np
 
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.opcodes import is_elementwise
-from xla_teach.passes.simplifiers.algsimp_rules_base import Rule, rule
-from xla_teach.passes.simplifiers.rewrite_utils import (
+from xla_teach.passes.rewrite_utils import (
     add_constant,
     add_instruction,
     broadcast_scalar,
     is_constant_equal,
     uniform_constant_value,
 )
+from xla_teach.passes.simplifiers.algsimp_rules_base import Rule, rule
 
 _SIGNED_ZERO = "differs only for x = -0.0 (-0.0 + 0.0 is +0.0); XLA accepts this"
 

@@ -22,8 +22,8 @@ import math
 from xla_teach.hlo.evaluator.elementwise_binary import BINARY_FUNCTIONS
 from xla_teach.hlo.evaluator.fast_paths import match_scalar_computation
 from xla_teach.hlo.ir import HloComputation, HloInstruction
+from xla_teach.passes.rewrite_utils import add_instruction, broadcast_scalar
 from xla_teach.passes.simplifiers.algsimp_rules_base import Rule, rule
-from xla_teach.passes.simplifiers.rewrite_utils import add_instruction, broadcast_scalar
 
 
 @rule("reduce over size-1 dims -> f(init, reshape(x)) (f = the reducer's single op)", "reduce")

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from xla_teach.hlo.attributes import SliceDim
 from xla_teach.hlo.ir import HloComputation, HloInstruction
-from xla_teach.passes.simplifiers.algsimp_rules_base import Rule, rule
-from xla_teach.passes.simplifiers.rewrite_utils import (
+from xla_teach.passes.rewrite_utils import (
     add_instruction,
     broadcast_scalar,
     is_identity_permutation,
 )
+from xla_teach.passes.simplifiers.algsimp_rules_base import Rule, rule
 
 
 def _same_dims(a: HloInstruction, b: HloInstruction) -> bool:

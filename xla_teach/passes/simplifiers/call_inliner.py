@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.passes.pass_base import HloPass
+from xla_teach.passes.rewrite_utils import replace_instruction
 from xla_teach.passes.simplifiers.dce import remove_unreachable_computations
-from xla_teach.passes.simplifiers.rewrite_utils import replace_instruction
 
 
 def inline_call(call: HloInstruction) -> HloInstruction:

@@ -47,7 +47,7 @@ import numpy as np
 from xla_teach.hlo.evaluator import EvaluationError, evaluate_instruction
 from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.simplifiers.rewrite_utils import has_side_effect_recursive, replace_instruction
+from xla_teach.passes.rewrite_utils import has_side_effect_recursive, replace_instruction
 
 DEFAULT_MAX_ELEMENTS = 1 << 20  # about a million elements (4 MiB of f32)
 XLA_MAX_ELEMENTS = 45 * 1000 * 1000  # XLA's kMaximumConstantSizeElements

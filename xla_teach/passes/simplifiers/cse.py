@@ -47,7 +47,7 @@ import numpy as np
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.simplifiers.rewrite_utils import (
+from xla_teach.passes.rewrite_utils import (
     COMMUTATIVE_OPCODES,
     has_side_effect_recursive,
     replace_instruction,

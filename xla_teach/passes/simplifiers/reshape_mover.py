@@ -43,7 +43,7 @@ from __future__ import annotations
 from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.hlo.opcodes import is_elementwise
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.simplifiers.rewrite_utils import (
+from xla_teach.passes.rewrite_utils import (
     add_instruction,
     broadcast_scalar,
     inverse_permutation,

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.simplifiers.rewrite_utils import replace_instruction
+from xla_teach.passes.rewrite_utils import replace_instruction
 
 _SIDES = (("lhs_batch_dims", "lhs_contracting_dims"), ("rhs_batch_dims", "rhs_contracting_dims"))
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.simplifiers.rewrite_utils import replace_instruction
+from xla_teach.passes.rewrite_utils import replace_instruction
 
 
 def _repacked_tuple(tup: HloInstruction) -> HloInstruction | None:

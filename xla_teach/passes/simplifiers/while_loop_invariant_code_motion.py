@@ -85,7 +85,7 @@ from __future__ import annotations
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.simplifiers.rewrite_utils import add_instruction, remove_if_unused
+from xla_teach.passes.rewrite_utils import add_instruction, remove_if_unused
 from xla_teach.passes.simplifiers.while_loop_utils import (
     rebuild_loop,
     set_state_shape,

@@ -77,8 +77,8 @@ from xla_teach.hlo.evaluator import TOKEN, EvaluationError, evaluate_computation
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.pass_base import HloPass
+from xla_teach.passes.rewrite_utils import add_instruction, remove_if_unused, replace_instruction
 from xla_teach.passes.simplifiers.dce import remove_dead_instructions
-from xla_teach.passes.simplifiers.rewrite_utils import add_instruction, remove_if_unused, replace_instruction
 from xla_teach.passes.simplifiers.while_loop_utils import (
     rebuild_loop,
     renumber_state_reads,

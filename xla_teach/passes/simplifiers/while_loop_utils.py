@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.hlo.shape import Shape
-from xla_teach.passes.simplifiers.rewrite_utils import add_instruction, callers, remove_if_unused
+from xla_teach.passes.rewrite_utils import add_instruction, callers, remove_if_unused
 
 
 def simple_loop(loop: HloInstruction) -> bool:

@@ -38,7 +38,7 @@ from __future__ import annotations
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.simplifiers.rewrite_utils import add_instruction, replace_instruction
+from xla_teach.passes.rewrite_utils import add_instruction, replace_instruction
 
 F32, F64 = PrimitiveType.F32, PrimitiveType.F64
 

@@ -208,20 +208,6 @@ class FloatOps:
             acc = self.fma(acc, x, self.value(c))
         return acc
 
-    def estrin(self, x: ir.Value, coeffs: Sequence[float]) -> ir.Value:
-        """The same polynomial by Estrin's scheme: pair terms ``(c0 + c1 x) + x^2 (c2 + c3 x) ...``.
-
-        Same number of FMAs as Horner plus ``log2(n)`` squarings, but the dependency chain is
-        ``O(log n)`` long instead of ``O(n)``, which helps latency-bound (e.g. GPU) code.
-        """
-        terms = [self.fma(self.const(coeffs[i + 1]), x, self.const(coeffs[i])) if i + 1 < len(coeffs)
-                 else self.const(coeffs[i]) for i in range(0, len(coeffs), 2)]
-        power = self.mul(x, x)
-        while len(terms) > 1:
-            terms = [self.fma(terms[i + 1], power, terms[i]) if i + 1 < len(terms) else terms[i]
-                     for i in range(0, len(terms), 2)]
-            power = self.mul(power, power)
-        return terms[0]
 
     # -- error-free transformations (double-"word" arithmetic) --------------------------------------
     def two_sum(self, a: ir.Value, c: ir.Value) -> tuple[ir.Value, ir.Value]:
