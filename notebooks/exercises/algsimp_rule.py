@@ -23,7 +23,7 @@ Return ``None`` for everything else, and create no instruction when you return `
 Useful: ``instr.opcode``, ``instr.operands``, ``instr.shape`` (``.element_type``,
 ``.dimensions``), ``instr.parent`` (the computation, for adding instructions),
 ``instr.literal`` (a constant's NumPy array), ``PrimitiveType.is_integral``. The
-simplifier's own helpers (xla_teach/passes/simplifiers/rewrite_utils.py) are yours too:
+simplifier's own helpers (xla_teach/passes/rewrite_utils.py) are yours too:
 ``uniform_constant_value(instr)`` (the value of a constant, or of a broadcast of a scalar
 constant, whose elements are all equal, else None), ``add_constant(comp, value, etype)``
 and ``broadcast_scalar(comp, scalar, dims)``.
@@ -44,7 +44,7 @@ Grade it:  xla-teach grade algsimp_rule path/to/algsimp_rule.py
 from __future__ import annotations
 
 from xla_teach.hlo.ir import HloInstruction
-from xla_teach.passes.simplifiers.rewrite_utils import add_constant, broadcast_scalar, uniform_constant_value
+from xla_teach.passes.rewrite_utils import add_constant, broadcast_scalar, uniform_constant_value
 
 
 # TODO: helpers you may want: "is this operand all ones?", "zeros shaped like instr"

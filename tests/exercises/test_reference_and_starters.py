@@ -48,3 +48,14 @@ def test_starter_is_the_stripped_solution(exercise: str) -> None:
     starter = starter_file(exercise).read_text()
     assert starter == starter_text(exercise)
     assert "TODO" in starter and "SOLUTION" not in starter
+
+
+def test_reference_solutions_are_not_part_of_the_package() -> None:
+    """An installed xla_teach (what students get) must not carry the answers."""
+    from pathlib import Path
+
+    import xla_teach
+
+    package = Path(xla_teach.__file__).parent
+    assert not list(package.rglob("*solution*")), list(package.rglob("*solution*"))
+    assert package not in solution_file("dce").parents

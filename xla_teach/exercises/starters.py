@@ -1,6 +1,6 @@
 """Starter files are made from the reference solutions, so the two never drift apart.
 
-A reference solution (``xla_teach/exercises/solutions/NAME.py``) marks the code the
+A reference solution (``exercise_solutions/NAME.py``) marks the code the
 student writes::
 
     def run(self, module):
@@ -22,8 +22,10 @@ import re
 import sys
 from pathlib import Path
 
-SOLUTIONS_DIR = Path(__file__).parent / "solutions"
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# The reference solutions live in the repository, outside the package: an installed xla_teach
+# (what students get) does not carry them. Teachers, graders' tests and CI use the checkout.
+SOLUTIONS_DIR = REPO_ROOT / "exercise_solutions"
 STARTERS_DIR = REPO_ROOT / "notebooks" / "exercises"
 
 _BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN SOLUTION(?::\s*(?P<todo>.*))?$")
@@ -62,7 +64,11 @@ def _escape(todo: str) -> str:
 
 
 def solution_file(exercise: str) -> Path:
-    return SOLUTIONS_DIR / f"{exercise}.py"
+    path = SOLUTIONS_DIR / f"{exercise}.py"
+    if not SOLUTIONS_DIR.is_dir():
+        raise FileNotFoundError(f"the reference solutions are not installed with xla_teach: they are in a "
+                                f"checkout of the repository ({SOLUTIONS_DIR} is missing)")
+    return path
 
 
 def starter_file(exercise: str) -> Path:
