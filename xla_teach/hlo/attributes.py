@@ -284,3 +284,9 @@ class OpMetadata:
 
     def is_empty(self) -> bool:
         return not self.fields
+
+
+def source_target_pairs(text: object) -> list[tuple[int, int]]:
+    """``collective-permute``'s ``source_target_pairs={{0,1},{1,0}}`` (kept verbatim on the
+    instruction, as XLA prints it) as ``[(0, 1), (1, 0)]``."""
+    return [(int(s), int(t)) for s, t in re.findall(r"\{\s*(-?\d+)\s*,\s*(-?\d+)\s*\}", str(text))]

@@ -20,7 +20,6 @@ never happen: pad, concatenate and dynamic slices clamp before loading.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from llvmlite import ir
@@ -28,6 +27,7 @@ from llvmlite import ir
 from xla_teach.backends.llvm import elemental_ops as ops
 from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, delinearize, i64, linearize, row_major_linear
 from xla_teach.backends.llvm.ir_types import I64, compute_type, const
+from xla_teach.hlo.attributes import source_target_pairs
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.opcodes import OpKind
 from xla_teach.hlo.shape import Shape
@@ -206,7 +206,7 @@ class ElementalEmitter:
     def _gen_collective_permute(self, instr: HloInstruction) -> Generator:
         """One replica: it receives its own operand if a pair sends replica 0 to itself, else zeros
         (the interpreter's rule, :mod:`xla_teach.hlo.evaluator.control`)."""
-        if (0, 0) in _source_target_pairs(instr):
+        if (0, 0) in source_target_pairs(instr.attr("source_target_pairs")):
             return lambda index: self._operand_at(instr, 0, index)
         zero = zero_of(instr.shape)
         return lambda index: zero
@@ -442,12 +442,6 @@ def constant_array(module: ir.Module, instr: HloInstruction) -> IrArray:
     else:
         items = [ir.Constant(storage, int(v) & ((1 << storage.width) - 1)) for v in raw]
     return IrArray(constant_global_array(module, name, storage, items, align=64), instr.shape, instr.name)
-
-
-def _source_target_pairs(instr: HloInstruction) -> set[tuple[int, int]]:
-    """``source_target_pairs={{0,1},{1,0}}`` as ``{(0, 1), (1, 0)}``."""
-    text = str(instr.attr("source_target_pairs"))
-    return {(int(s), int(t)) for s, t in re.findall(r"\{\s*(\d+)\s*,\s*(\d+)\s*\}", text)}
 
 
 def zero_of(ptype_shape: Shape) -> ir.Constant:

@@ -14,11 +14,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from xla_teach.hlo.attributes import source_target_pairs
 from xla_teach.hlo.custom_calls import get_custom_call_target
 from xla_teach.hlo.evaluator.numeric import convert_array
 from xla_teach.hlo.evaluator.registry import TOKEN, Value, register
@@ -163,7 +163,6 @@ def handle_single_replica_collective(ev: HloEvaluator, instr: HloInstruction, op
 @register("collective-permute")
 def handle_collective_permute(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) -> Value:
     """Replica 0 receives from the pair ``{0,0}`` if present, otherwise zeros."""
-    pairs = re.findall(r"\{\s*(\d+)\s*,\s*(\d+)\s*\}", str(instr.attr("source_target_pairs")))
-    if ("0", "0") in pairs:
+    if (0, 0) in source_target_pairs(instr.attr("source_target_pairs")):
         return operands[0]
     return np.zeros_like(operands[0])
