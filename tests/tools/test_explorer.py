@@ -59,6 +59,38 @@ def mlp_compiled():  # type: ignore[no-untyped-def]
     return xt.jit(train_step).lower(params, x, y).compile()
 
 
+def layer_norm(x, g, b):  # type: ignore[no-untyped-def]
+    mean = xnp.mean(x, axis=-1, keepdims=True)
+    var = xnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
+    return (x - mean) / xnp.sqrt(var + 1e-5) * g + b
+
+
+def transformer_block(p, x):  # type: ignore[no-untyped-def]
+    """Pre-norm attention and MLP with residuals, as in a small transformer."""
+    h = layer_norm(x, p["ln1_g"], p["ln1_b"])
+    q, k, v = h @ p["wq"], h @ p["wk"], h @ p["wv"]
+    scores = xnp.einsum("bqd,bkd->bqk", q, k) / np.float32(np.sqrt(q.shape[-1]))
+    x = x + xnp.einsum("bqk,bkd->bqd", nn.softmax(scores, axis=-1), v) @ p["wo"]
+    h = layer_norm(x, p["ln2_g"], p["ln2_b"])
+    return x + nn.gelu(h @ p["w1"]) @ p["w2"]
+
+
+def transformer_step(p, x):  # type: ignore[no-untyped-def]
+    value, grads = xt.value_and_grad(lambda p, x: xnp.mean(transformer_block(p, x) ** 2))(p, x)
+    return value, {k: p[k] - 0.01 * grads[k] for k in p}
+
+
+def transformer_compiled():  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(0)
+    d, f = 32, 64
+    p = {n: rng.standard_normal(s, dtype=np.float32) * 0.1 for n, s in
+         [("wq", (d, d)), ("wk", (d, d)), ("wv", (d, d)), ("wo", (d, d)), ("w1", (d, f)), ("w2", (f, d))]}
+    p.update({"ln1_g": np.ones(d, np.float32), "ln1_b": np.zeros(d, np.float32),
+              "ln2_g": np.ones(d, np.float32), "ln2_b": np.zeros(d, np.float32)})
+    x = rng.standard_normal((2, 16, d), dtype=np.float32)
+    return xt.jit(transformer_step).lower(p, x).compile()
+
+
 def test_structural_diff_of_fusion_names_what_moved_where() -> None:
     exe = compile_module(SOFTMAX, "cpu")
     fusion = next(r for r in exe.recorder.records if r.pass_name == "row-fusion")
@@ -322,3 +354,32 @@ def test_chrome_trace_names_the_hlo_op_name_and_source_line() -> None:
         assert args["hlo"] == event["name"] and "source" in args
         assert Path(args["source"].rsplit(":", 1)[0]).resolve() == Path(__file__).resolve()
     assert any(e["args"]["op_name"].startswith("jit(train_step)/") for e in thunks)
+
+
+@needs_dot
+@pytest.mark.slow
+def test_explorer_of_a_transformer_block_in_a_browser(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A transformer block's training step (attention, MLP, two layer norms, forward and backward):
+    the page loads, steps to every changed pass, searches and selects, without a script error."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    compiled = transformer_compiled()
+    assert compiled.executable.module.instruction_count() > 200
+    browser.get(compiled.explore(str(tmp_path / "block.html")).path.as_uri())
+    assert browser.execute_script("return document.querySelectorAll('#graph g.node[data-name]').length") > 100
+    browser.find_element(By.ID, "changed-only").click()
+    body = browser.find_element(By.TAG_NAME, "body")
+    changed = sum(1 for r in compiled.pass_records() if r.changed)
+    for _ in range(changed):
+        body.send_keys("j")
+    assert browser.find_element(By.CSS_SELECTOR, "#passes li.current").get_attribute("class").count("changed")
+    search = browser.find_element(By.ID, "search")
+    search.send_keys("dot_general")
+    search.send_keys(Keys.ENTER)
+    panel = browser.find_element(By.ID, "details").text
+    assert "dot_general" in panel and "PYTHON SOURCE" in panel.upper()
+    body.send_keys("m")
+    assert browser.execute_script("return document.querySelectorAll('#graph g.buffer').length") > 20
+    assert _errors(browser) == []
+    browser.save_screenshot(str(tmp_path / "block.png"))
