@@ -86,7 +86,7 @@ def execute(module: HloModule | str, args: Sequence[Any], backend: str = DEFAULT
     ``"interpreter"`` for the reference semantics every backend is checked against."""
     executable = compile_module(module, backend)
     outputs = executable.execute(list(args))
-    dumper = getattr(executable, "dumper", None)
+    dumper = executable.dumper
     if dumper is not None and flags.get("xla_dump_hlo_snapshots"):
         dumper.snapshot(list(args), outputs)
     return outputs
@@ -96,7 +96,7 @@ def _debug_print(level: int, executable: Any) -> None:
     if level <= 0:
         return
     out = sys.stderr
-    recorder = getattr(executable, "recorder", None)
+    recorder = executable.recorder
     if recorder is not None:
         for record in recorder.records:
             line = f"[xla_teach] {record.pipeline}/{record.pass_name}: {'changed' if record.changed else 'no change'}"

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         rng = np.random.default_rng(0)
         x, y, z = (rng.standard_normal(ns.n, dtype=np.float32) for _ in range(3))
         cpu = float(executable.execute([x, y, z])[0])
-        dumper = getattr(executable, "dumper", None)
+        dumper = executable.dumper
         if dumper is not None:
             dumper.snapshot([x, y, z], [np.float32(cpu)])
     k = min(ns.n, 4096)  # the interpreter is slow: compare on a prefix

@@ -302,14 +302,14 @@ def test_large_constants_are_elided_unless_asked(tmp_path):
 
 
 def test_gpu_files_are_named_from_the_ptx_target(tmp_path):
-    """No GPU needed: an executable-like object with PTX for sm_90 (what the GPU backend returns)."""
-    from types import SimpleNamespace
-
-    from xla_teach.runtime.executable import CompiledArtifacts
+    """No GPU needed: an executable with PTX for sm_90 (what the GPU backend returns)."""
+    from xla_teach.runtime.executable import CompiledArtifacts, CompiledExecutable
 
     module = parse_hlo(seed_hlo())
     ptx = "//\n.version 7.8\n.target sm_90\n.address_size 64\n"
-    exe = SimpleNamespace(module=module, artifacts=CompiledArtifacts(optimized_module=module, llvm_ir="; ir", ptx=ptx))
+    exe = CompiledExecutable()
+    exe.backend, exe.module = "gpu", module
+    exe.artifacts = CompiledArtifacts(optimized_module=module, llvm_ir="; ir", ptx=ptx)
     dumper = ModuleDumper.create(module, {**flags.current(), "xla_dump_to": str(tmp_path)}, "gpu")
     dumper.before_optimizations(module)
     dumper.after_compilation(exe)

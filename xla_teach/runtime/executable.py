@@ -18,14 +18,17 @@ passed for another parameter) is copied first, and then stays untouched.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.literal import literal_at
-from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment
+from xla_teach.passes.pass_base import PassRecorder
+from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, ModuleBufferAssignment
 from xla_teach.runtime.buffers import OUTPUT_POOL, RunBuffers, aligned_empty, logical_view, to_physical
 from xla_teach.runtime.thunks import Profiler, Thunk
 
@@ -143,8 +146,30 @@ class CompiledArtifacts:
     extra: dict[str, str] = field(default_factory=dict)
 
 
-class Executable:
-    """A compiled module: ``execute(args)`` with arrays in ENTRY parameter order."""
+class CompiledExecutable:
+    """What every backend's compiled executable declares (CPU, GPU, interpreter).
+
+    The backend sets ``backend``, ``module`` (the optimized module) and ``artifacts``;
+    ``buffer_assignment`` where it assigns buffers. The compile driver
+    (:func:`xla_teach.api.compile_module`) then attaches what compiling recorded: ``recorder``
+    (every pass run), ``compile_timings`` (seconds per stage) and ``dumper`` when dumps were
+    written. ``execute(args, profiler)`` runs it on arrays in ENTRY parameter order.
+    """
+
+    backend: str = ""
+    module: HloModule
+    artifacts: CompiledArtifacts
+    buffer_assignment: ModuleBufferAssignment | None = None
+    recorder: PassRecorder | None = None
+    compile_timings: Mapping[str, float] = MappingProxyType({})
+    dumper: Any = None
+
+    def execute(self, args: Sequence[np.ndarray], profiler: Profiler | None = None) -> list[np.ndarray]:
+        raise NotImplementedError
+
+
+class Executable(CompiledExecutable):
+    """A CPU-compiled module: ``execute(args)`` with arrays in ENTRY parameter order."""
 
     def __init__(self, module: HloModule, entry: SequenceExecutable, artifacts: CompiledArtifacts,
                  backend: str) -> None:

@@ -79,7 +79,7 @@ class CompileDiff:
 
 
 def _marks(executable: Any) -> list[tuple[str, str]]:
-    recorder = getattr(executable, "recorder", None)
+    recorder = executable.recorder
     seen: Counter[str] = Counter()
     marks = []
     for record in (recorder.records if recorder is not None else []):

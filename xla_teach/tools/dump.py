@@ -295,7 +295,7 @@ class ModuleDumper:
         self.stages.write_stage(after, optimized, top_level=True)
         if self.formats.text and artifacts.buffer_assignment_text:
             self.writer.write(f"{after}-buffer-assignment.txt", artifacts.buffer_assignment_text)
-            assignment = getattr(executable, "buffer_assignment", None)
+            assignment = executable.buffer_assignment
             if assignment is not None:
                 from xla_teach.passes.scheduling import buffer_reports
 

@@ -63,7 +63,7 @@ class CpuCompiler(CompilerBase):
         executable = Executable(optimized, entry, artifacts, backend="cpu")
         executable.keep_alive = jit  # the machine code lives as long as the JIT engine
         executable.sequences = sequences  # type: ignore[attr-defined]
-        executable.buffer_assignment = assignments  # type: ignore[attr-defined]
+        executable.buffer_assignment = assignments
         return executable
 
     # ---- thunks -----------------------------------------------------------------------

@@ -33,7 +33,7 @@ from xla_teach.hlo.custom_calls import get_custom_call_target
 from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment
-from xla_teach.runtime.executable import CompiledArtifacts
+from xla_teach.runtime.executable import CompiledArtifacts, CompiledExecutable
 
 
 def target_arch(options: CompileOptions) -> str:
@@ -56,7 +56,7 @@ class GpuProgram:
         self.arch = arch
 
 
-class GpuCompiledExecutable:
+class GpuCompiledExecutable(CompiledExecutable):
     """``execute`` loads the PTX on first use (so compiling works without a GPU)."""
 
     backend = "gpu"
@@ -162,6 +162,6 @@ class GpuCompiler(CompilerBase):
                                       llvm_ir=ir_text, optimized_llvm_ir=optimized_ir, ptx=ptx,
                                       extra={"arch": arch})
         executable = GpuCompiledExecutable(GpuProgram(optimized, plans, ptx, arch), artifacts)
-        executable.buffer_assignment = assignments  # type: ignore[attr-defined]
+        executable.buffer_assignment = assignments
         return executable
 

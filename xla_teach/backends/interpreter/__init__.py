@@ -15,11 +15,11 @@ from xla_teach.hlo.evaluator import HloEvaluator
 from xla_teach.hlo.evaluator.arguments import check_arguments
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.verifier import verify_module
-from xla_teach.runtime.executable import CompiledArtifacts
+from xla_teach.runtime.executable import CompiledArtifacts, CompiledExecutable
 from xla_teach.runtime.thunks import Profiler
 
 
-class InterpreterExecutable:
+class InterpreterExecutable(CompiledExecutable):
     backend = "interpreter"
 
     def __init__(self, module: HloModule) -> None:

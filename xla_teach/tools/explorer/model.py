@@ -84,7 +84,7 @@ def _instruction_table(module: HloModule, executable: Any) -> dict[str, dict[str
     artifacts = getattr(executable, "artifacts", None)
     ir_functions = _functions(getattr(artifacts, "llvm_ir", "") or "", "define")
     ptx_functions = _functions(getattr(artifacts, "ptx", "") or "", ".entry")
-    assignment = getattr(executable, "buffer_assignment", None)
+    assignment = executable.buffer_assignment
     owners: dict[str, str] = {}
     for comp in module.computations:
         for instr in comp.instructions:
@@ -159,7 +159,7 @@ def _svg(module: HloModule | str, **options: Any) -> str | None:
 
 def _memory(executable: Any) -> dict[str, Any] | None:
     """The buffers that buffer assignment's peak adds up (``memory_analysis().peak_memory_in_bytes``)."""
-    assignment = getattr(executable, "buffer_assignment", None)
+    assignment = executable.buffer_assignment
     if assignment is None:
         return None
     entry = assignment.entry
@@ -213,7 +213,7 @@ def build_data(executable: Any, title: str | None = None, graphs: bool = True,
         svg = _svg(module, max_nodes=None)
         if svg is not None:
             data.graphs.append({"title": "optimized module", "svg": svg})
-    recorder = getattr(executable, "recorder", None)
+    recorder = executable.recorder
     for record in (recorder.records if recorder is not None else []):
         entry = _pass_entry(record)
         if record.changed and not record.skipped:
