@@ -171,3 +171,18 @@ def test_a_cycle_is_an_error_not_an_endless_walk(name: str) -> None:
     for action in (module.entry.post_order, module.to_text, module.clone, lambda: compile_module(text, "cpu")):
         with pytest.raises(VerificationError, match="cycle"):
             action()
+
+
+def test_replace_instruction_refuses_another_shape_as_xla_does() -> None:
+    module = parse_hlo("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  n = f32[4] negate(p)\n"
+                       "  ROOT a = f32[4] abs(n)\n}\n")
+    comp = module.entry
+    n, root = comp.instruction("n"), comp.root
+    wider = HloInstruction("broadcast", Shape.array(PrimitiveType.F32, (5,)), [comp.instruction("p")],
+                           {"dimensions": (0,)})
+    with pytest.raises(ValueError, match="cannot replace n .* shapes differ"):
+        comp.replace_instruction(n, wider)
+    assert root.operand(0) is n  # nothing changed
+    same = HloInstruction("exponential", n.shape, [comp.instruction("p")])
+    comp.replace_instruction(n, same)
+    assert root.operand(0) is same and "n" not in {i.name for i in comp.instructions}

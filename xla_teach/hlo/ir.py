@@ -282,7 +282,13 @@ class HloComputation:
         instr.parent = None
 
     def replace_instruction(self, old: HloInstruction, new: HloInstruction) -> None:
-        """Redirect all uses of ``old`` to ``new`` (adding ``new`` if needed), remove ``old``."""
+        """Redirect all uses of ``old`` to ``new`` (adding ``new`` if needed), remove ``old``.
+
+        As XLA's ``ReplaceInstruction``, the two must have compatible shapes (the same type and
+        dimensions; layouts may differ). Passes use :func:`xla_teach.passes.rewrite_utils.replace_instruction`,
+        which also removes the operands left unused and keeps ``old``'s layout."""
+        if not old.shape.compatible(new.shape):
+            raise ValueError(f"cannot replace {old.name} ({old.shape}) by {new.name} ({new.shape}): shapes differ")
         if new.parent is None:
             self.add_instruction(new)
         old.replace_all_uses_with(new)
