@@ -66,13 +66,15 @@ def bf16_bits_to_f32(b: ir.IRBuilder, bits: ir.Value) -> ir.Value:
 
 
 def f32_to_bf16_bits(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    """Round to nearest even; NaN stays a (quiet) NaN."""
+    """Round to nearest even; a NaN becomes the canonical quiet NaN with its sign (``0x7FC0`` or
+    ``0xFFC0``), as Eigen's and ml_dtypes' conversions -- and so the interpreter -- make it."""
     bits = b.bitcast(x, I32)
     lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
     rounded = b.lshr(b.add(bits, b.add(ir.Constant(I32, 0x7FFF), lsb)), ir.Constant(I32, 16))
     is_nan = b.fcmp_unordered("uno", x, x)
-    quiet = b.or_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 0x40))
-    return b.trunc(b.select(is_nan, quiet, rounded), I16)
+    sign = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 0x8000))
+    canonical = b.or_(sign, ir.Constant(I32, 0x7FC0))
+    return b.trunc(b.select(is_nan, canonical, rounded), I16)
 
 
 def f16_bits_to_f32(b: ir.IRBuilder, bits: ir.Value) -> ir.Value:
