@@ -41,10 +41,6 @@ if ! "$PY" -c "from xla_teach.backends.gpu.runtime import device_available as d;
 else
   NO_DEVICE=0
 fi
-# The real-XLA samples (tests/backends/backend_test_utils.py) beside the checkout, or a copy in .samples.
-if [ -z "${XLA_TEACH_SAMPLES:-}" ] && [ ! -d "$ROOT/../shared/samples" ] && [ -d "$ROOT/.samples" ]; then
-  export XLA_TEACH_SAMPLES="$ROOT/.samples"
-fi
 export PYTHONUNBUFFERED=1 MPLBACKEND=Agg XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset XLA_FLAGS
 JOBS=$(( $(nproc) > 8 ? 8 : $(nproc) ))

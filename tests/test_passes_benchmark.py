@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 
 ROOT = Path(__file__).parents[1]
-SAMPLES = ROOT / ".." / "shared" / "samples"
+SAMPLES = ROOT / "tests" / "data" / "xla_samples"
 
 
 def _load_benchmark() -> ModuleType:

@@ -17,9 +17,9 @@ from xla_teach.hlo.parser import parse_hlo
 from xla_teach.tools.fake_data import fake_arguments
 
 ROOT = Path(__file__).parents[2]
-# The real-XLA samples sit beside the checkout (CI has them, a user's clone does not);
-# XLA_TEACH_SAMPLES names another folder (a GPU machine gets a copy).
-SAMPLES = Path(os.environ.get("XLA_TEACH_SAMPLES", ROOT / ".." / "shared" / "samples"))
+# Real XLA dumps with inputs and outputs (JAX 0.10.2 on the CPU), kept in the repository;
+# XLA_TEACH_SAMPLES names another folder of the same form.
+SAMPLES = Path(os.environ.get("XLA_TEACH_SAMPLES", ROOT / "tests" / "data" / "xla_samples"))
 SAMPLE_PROGRAMS = sorted(p for p in SAMPLES.glob("*") if (p / "meta.json").is_file()) if SAMPLES.is_dir() else []
 CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.hlo"))
 

@@ -1,4 +1,4 @@
-"""Run every real XLA dump in /work/shared/samples on the interpreter and compare with the
+"""Run every real XLA dump in tests/data/xla_samples on the interpreter and compare with the
 outputs XLA computed (new sample folders join automatically)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from xla_teach.hlo.evaluator import HloEvaluator
 from xla_teach.hlo.parser import parse_hlo
 
-SAMPLES = Path(__file__).parents[2] / ".." / "shared" / "samples"
+SAMPLES = Path(__file__).parents[2] / "tests" / "data" / "xla_samples"
 PROGRAMS = sorted(p for p in SAMPLES.glob("*") if (p / "meta.json").is_file()) if SAMPLES.is_dir() else []
 DUMPS = ["before_optimizations.txt", "after_optimizations.txt"]
 

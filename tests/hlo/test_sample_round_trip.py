@@ -1,4 +1,4 @@
-"""Every HLO text file the real XLA dumped (../shared/samples) parses, verifies and prints back
+"""Every HLO text file the real XLA dumped (tests/data/xla_samples) parses, verifies and prints back
 byte for byte: the printer writes XLA's syntax, and the parser loses nothing it reads.
 
 The program folders hold `before_optimizations.txt` / `after_optimizations.txt`; the full
@@ -15,7 +15,7 @@ import pytest
 from xla_teach.hlo.parser import parse_hlo
 from xla_teach.hlo.verifier import verify_module
 
-SAMPLES = Path(__file__).parents[2] / ".." / "shared" / "samples"
+SAMPLES = Path(__file__).parents[2] / "tests" / "data" / "xla_samples"
 
 
 def _hlo_text_files() -> list[Path]:

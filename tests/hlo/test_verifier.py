@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,7 +32,7 @@ ENTRY main {
 }
 """
 
-SAMPLES = sorted(glob.glob("/work/shared/samples/*/*_optimizations.txt"))
+SAMPLES = sorted(glob.glob(str(Path(__file__).parents[1] / "data" / "xla_samples" / "*" / "*_optimizations.txt")))
 
 
 def problems_of(module: HloModule) -> list[str]:

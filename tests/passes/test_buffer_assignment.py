@@ -35,7 +35,7 @@ from xla_teach.passes.scheduling.buffer_assignment import (
 from xla_teach.passes.scheduling.heap_simulator import BufferBlock, pack_blocks
 from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
 
-XLA_SEED_DUMP = Path(__file__).parents[2] / ".." / "shared" / "samples" / "xla_cpu_dump_of_seed_example"
+XLA_SEED_DUMP = Path(__file__).parents[2] / "tests" / "data" / "xla_samples" / "xla_cpu_dump_of_seed_example"
 XLA_REPORT = XLA_SEED_DUMP / "module_0000.jit_f.cpu_after_optimizations-buffer-assignment.txt"
 SEED_BEFORE = XLA_SEED_DUMP / "module_0000.jit_f.before_optimizations.txt"
 

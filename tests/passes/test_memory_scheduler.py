@@ -23,7 +23,7 @@ from xla_teach.passes.scheduling.hlo_memory_scheduler import (
     sequential_computations,
 )
 
-SAMPLES = Path(__file__).parents[2] / ".." / "shared" / "samples"
+SAMPLES = Path(__file__).parents[2] / "tests" / "data" / "xla_samples"
 
 # ``big`` is needed only at the very end, ``tmp`` only to compute ``index``. The text order (and the
 # printer's post-order, which visits ``big`` first) keeps both 4 KiB arrays alive at once; computing

@@ -21,7 +21,7 @@ from xla_teach.passes.pass_base import HloPassPipeline, PassOptions, PassRecorde
 from xla_teach.passes.pipeline import default_pipeline
 from xla_teach.passes.simplifiers.dce import DeadCodeElimination
 
-SAMPLES = Path(__file__).parents[2] / ".." / "shared" / "samples"
+SAMPLES = Path(__file__).parents[2] / "tests" / "data" / "xla_samples"
 NOT_KERNELS = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast"}
 
 

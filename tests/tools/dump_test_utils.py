@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "tests" / "data" / "xla_samples"
 XLA_DUMP = SAMPLES / "xla_cpu_dump_of_seed_example"
 SEED_HLO_FILE = XLA_DUMP / "module_0000.jit_f.before_optimizations.txt"
 

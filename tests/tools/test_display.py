@@ -12,7 +12,7 @@ from xla_teach.api import compile_module
 from xla_teach.hlo.parser import parse_hlo
 from xla_teach.tools import display, render
 
-pytestmark = pytest.mark.skipif(not XLA_DUMP.is_dir(), reason="shared/samples not present")
+pytestmark = pytest.mark.skipif(not XLA_DUMP.is_dir(), reason="tests/data/xla_samples not present")
 needs_dot = pytest.mark.skipif(not render.have_dot(), reason="Graphviz dot not installed")
 
 

@@ -1,6 +1,6 @@
 """``--xla_dump_to`` dumps: XLA's file names, per-pass rules, never overwriting, filters.
 
-The oracles: the real XLA dump folder in shared/samples (file name kinds), the pass
+The oracles: the real XLA dump folder in tests/data/xla_samples (file name kinds), the pass
 recorder of the same compilation (which passes changed the module, and their text),
 and the printer (file contents).
 """
@@ -23,7 +23,7 @@ from xla_teach.hlo.parser import parse_hlo
 from xla_teach.passes.pass_base import PassRecord
 from xla_teach.tools.dump import DumpError, ModuleDumper, after_optimizations_name
 
-pytestmark = pytest.mark.skipif(not XLA_DUMP.is_dir(), reason="shared/samples not present")
+pytestmark = pytest.mark.skipif(not XLA_DUMP.is_dir(), reason="tests/data/xla_samples not present")
 
 ALL_FORMATS = {"xla_dump_hlo_as_text": True, "xla_dump_hlo_as_dot": True, "xla_dump_hlo_as_html": True}
 PER_PASS = re.compile(r"^module_(\d{4})\.jit_f\.(\d{4})\.([\w.\-]+)\.after_([\w\-]+)\.before_([\w\-]+)\.(txt|dot|html)$")

@@ -15,7 +15,7 @@ from xla_teach.api import compile_module
 from xla_teach.tools import render
 from xla_teach.tools.html_report import diff_html, graph_page, pass_report_html, scope_svg_ids, write_pass_report
 
-pytestmark = pytest.mark.skipif(not XLA_DUMP.is_dir(), reason="shared/samples not present")
+pytestmark = pytest.mark.skipif(not XLA_DUMP.is_dir(), reason="tests/data/xla_samples not present")
 needs_dot = pytest.mark.skipif(not render.have_dot(), reason="Graphviz dot not installed")
 BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 

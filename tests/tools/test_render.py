@@ -180,7 +180,7 @@ def test_large_graphs_collapse_fusions_first():
 
 
 def test_every_sample_module_draws():
-    """Every real XLA dump in shared/samples becomes DOT text Graphviz accepts."""
+    """Every real XLA dump in tests/data/xla_samples becomes DOT text Graphviz accepts."""
     for path in sorted(XLA_DUMP.parent.glob("*/*_optimizations.txt")):
         text = hlo_to_dot(parse_hlo(path.read_text()))
         assert text.startswith("digraph G {")

@@ -16,7 +16,7 @@ from xla_teach.tools.fake_data import fake_arguments
 from xla_teach.tools.replay import replay
 from xla_teach.tools.tool_support import ToolError, load_hlo_input, load_literals
 
-SAMPLES = Path(__file__).parents[2] / ".." / "shared" / "samples"
+SAMPLES = Path(__file__).parents[2] / "tests" / "data" / "xla_samples"
 PROGRAMS = sorted(p for p in SAMPLES.glob("*") if (p / "meta.json").is_file()) if SAMPLES.is_dir() else []
 
 EXAMPLE = """

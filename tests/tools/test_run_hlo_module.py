@@ -108,7 +108,7 @@ def test_comparison_rule_abs_and_rel():
     assert not compare_outputs([], [np.zeros(1)])[0].ok
 
 
-XLA_DUMP = Path(__file__).parents[2] / ".." / "shared" / "samples" / "xla_cpu_dump_of_seed_example"
+XLA_DUMP = Path(__file__).parents[2] / "tests" / "data" / "xla_samples" / "xla_cpu_dump_of_seed_example"
 XLA_DUMP_MODULES = sorted(p for p in XLA_DUMP.glob("module_*.txt")
                           if not any(k in p.name for k in ("buffer-assignment", "live-range", "memory-usage")))
 
