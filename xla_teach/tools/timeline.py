@@ -24,7 +24,6 @@ and mean time, share of the total, and bytes touched per second.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xla_teach.backends.llvm.kernel_support import kernel_symbols
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 
@@ -72,8 +72,8 @@ class Timeline:
                 info = {"hlo": instr.name, "op_name": str(fields.get("op_name", ""))}
                 if fields.get("source_file"):
                     info["source"] = f"{fields['source_file']}:{fields.get('source_line', 0)}"
-                self.instructions.setdefault(instr.name, info)
-                self.instructions.setdefault(re.sub(r"[^A-Za-z0-9_]", "_", instr.name), info)
+                for symbol in kernel_symbols(instr.name):
+                    self.instructions.setdefault(symbol, info)
 
     # ---- the profiler protocol -------------------------------------------------------------
     def record(self, name: str, kind: str, start: float, end: float, nbytes: int) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xla_teach.backends.gpu.kernel_builder import ptx_name
+from xla_teach.backends.llvm.kernel_support import ptx_name
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType

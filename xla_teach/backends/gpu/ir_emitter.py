@@ -25,7 +25,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xla_teach.backends.gpu.kernel_builder import GpuKernelBuilder, LaunchDimensions, ptx_name
+from xla_teach.backends.gpu.kernel_builder import GpuKernelBuilder, LaunchDimensions
 from xla_teach.backends.gpu.kernels.dot import emit_gpu_dot_kernel
 from xla_teach.backends.gpu.kernels.loop import emit_gpu_loop_kernel, emit_single_thread
 from xla_teach.backends.gpu.kernels.reduction import emit_gpu_reduction_kernel
@@ -37,7 +37,7 @@ from xla_teach.backends.gpu.kernels.transpose import emit_gpu_transpose_kernel, 
 from xla_teach.backends.gpu.nvptx import DATA_LAYOUT, TRIPLE
 from xla_teach.backends.llvm.ir_emitter_base import IrEmitterBase, SequencePlan
 from xla_teach.backends.llvm.kernel_context import KernelContext, find_dot_in, is_reduction_hero
-from xla_teach.backends.llvm.kernel_support import hlo_comment
+from xla_teach.backends.llvm.kernel_support import hlo_comment, ptx_name
 from xla_teach.backends.llvm.kernels.rng import emit_rng_get_and_update_state_kernel, emit_rng_state_reset
 from xla_teach.backends.llvm.kernels.scatter import emit_scatter_kernel, emit_select_and_scatter_kernel
 from xla_teach.hlo.ir import HloInstruction

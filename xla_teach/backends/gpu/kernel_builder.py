@@ -13,14 +13,13 @@ proves no other argument overlaps them.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from llvmlite import ir
 
 from xla_teach.backends.llvm.ir_array import IrArray, i64
 from xla_teach.backends.llvm.ir_types import I32, I64, PTR
-from xla_teach.backends.llvm.kernel_support import overlapping
+from xla_teach.backends.llvm.kernel_support import overlapping, ptx_name
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.scheduling.buffer_assignment import BufferSlice
 
@@ -47,12 +46,6 @@ def linear_launch(elements: int, threads: int = 256) -> LaunchDimensions:
     """Enough blocks of ``threads`` threads for one thread per element."""
     blocks = max(1, -(-elements // threads))
     return LaunchDimensions((blocks, 1, 1), (threads, 1, 1))
-
-
-def ptx_name(name: str) -> str:
-    """PTX identifiers allow letters, digits, ``_`` and ``$`` only: ``add.1`` becomes ``add_1``."""
-    name = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return name if name[:1].isalpha() or name[:1] == "_" else f"_{name}"
 
 
 class GpuKernelBuilder:

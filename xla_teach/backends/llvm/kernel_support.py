@@ -1,6 +1,6 @@
 """What both LLVM backends do the same way around their kernels.
 
-* :func:`llvm_name` -- an HLO name as an LLVM symbol;
+* :func:`llvm_name` / :func:`ptx_name` -- an HLO name as an LLVM / PTX symbol;
 * :func:`overlapping` -- which of a kernel's buffer slices share bytes with another (those
   arguments cannot be ``noalias``);
 * :func:`hlo_comment` / :func:`annotate_kernels` -- the HLO text of each kernel written as a
@@ -20,6 +20,17 @@ from xla_teach.passes.scheduling.buffer_assignment import BufferSlice
 
 def llvm_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.]", "_", name)
+
+
+def ptx_name(name: str) -> str:
+    """PTX identifiers allow letters, digits, ``_`` and ``$`` only: ``add.1`` becomes ``add_1``."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return name if name[:1].isalpha() or name[:1] == "_" else f"_{name}"
+
+
+def kernel_symbols(instruction_name: str) -> list[str]:
+    """The symbols a kernel named after an instruction may have: the CPU's and the GPU's."""
+    return list(dict.fromkeys((llvm_name(instruction_name), ptx_name(instruction_name))))
 
 
 def overlapping(slices: list[BufferSlice]) -> list[bool]:

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xla_teach.backends.llvm.kernel_support import kernel_symbols
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.passes.pass_base import PassRecord
-from xla_teach.tools.explorer.structural_diff import structural_diff
+from xla_teach.tools.explorer.structural_diff import fusion_owners, structural_diff
 
 MAX_KERNEL_LINES = 400  # of one kernel's IR / PTX in a node panel
 FOCUS_NODES = 80  # boxes in a changed pass's picture of a large module
@@ -69,11 +70,6 @@ def _functions(text: str, start: str) -> dict[str, str]:
     return found
 
 
-def _symbol(name: str) -> list[str]:
-    """The symbols the CPU (``add.1``) and GPU (``add_1``) emitters give a kernel named after ``name``."""
-    return [name, re.sub(r"[^A-Za-z0-9_]", "_", name)]
-
-
 def _metadata(instr: HloInstruction) -> dict[str, Any]:
     fields = dict(instr.metadata.fields) if instr.metadata else {}
     return {"op_name": fields.get("op_name", ""), "source_file": fields.get("source_file", ""),
@@ -85,11 +81,7 @@ def _instruction_table(module: HloModule, executable: Any) -> dict[str, dict[str
     ir_functions = _functions(getattr(artifacts, "llvm_ir", "") or "", "define")
     ptx_functions = _functions(getattr(artifacts, "ptx", "") or "", ".entry")
     assignment = executable.buffer_assignment
-    owners: dict[str, str] = {}
-    for comp in module.computations:
-        for instr in comp.instructions:
-            if instr.opcode == "fusion":
-                owners[instr.fused_computation.name] = instr.name
+    owners = fusion_owners(module)
     table: dict[str, dict[str, Any]] = {}
     for comp in module.computations:
         owner = owners.get(comp.name)
@@ -101,7 +93,7 @@ def _instruction_table(module: HloModule, executable: Any) -> dict[str, dict[str
             if instr.opcode == "fusion":
                 entry["fusion_kind"] = instr.fusion_kind
                 entry["members"] = [i.name for i in instr.fused_computation.instructions if i.opcode != "parameter"]
-            for symbol in _symbol(instr.name):
+            for symbol in kernel_symbols(instr.name):
                 if symbol in ir_functions:
                     entry["kernel"] = symbol
                     entry["llvm_ir"] = ir_functions[symbol]
@@ -179,7 +171,7 @@ def _profile(executable: Any, runs: int) -> dict[str, Any]:
     names = {}
     for comp in executable.module.computations:
         for instr in comp.instructions:
-            for symbol in _symbol(instr.name):
+            for symbol in kernel_symbols(instr.name):
                 names.setdefault(symbol, instr.name)
     totals: dict[str, list[float]] = {}
     kinds: dict[str, str] = {}

@@ -55,13 +55,15 @@ def _line(instr: HloInstruction) -> str:
     return instr.to_text(print_metadata=False).strip()
 
 
+def fusion_owners(module: HloModule) -> dict[str, str]:
+    """Fused computation name -> the name of the fusion instruction that calls it."""
+    return {instr.fused_computation.name: instr.name for comp in module.computations
+            for instr in comp.instructions if instr.opcode == "fusion"}
+
+
 def _index(module: HloModule) -> dict[str, tuple[HloInstruction, str | None]]:
     """name -> (instruction, the fusion whose computation holds it, or None)."""
-    fused_by = {}
-    for comp in module.computations:
-        for instr in comp.instructions:
-            if instr.opcode == "fusion":
-                fused_by[instr.fused_computation.name] = instr.name
+    fused_by = fusion_owners(module)
     found: dict[str, tuple[HloInstruction, str | None]] = {}
     for comp in module.computations:
         owner = fused_by.get(comp.name)

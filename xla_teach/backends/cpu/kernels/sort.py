@@ -48,8 +48,7 @@ def emit_sort_kernel(ctx: KernelContext) -> tuple[int, int]:
     if shape.element_count() == 0:
         return 1, 1
     arrays = ctx.operand_arrays
-    widths = [max(a.storage.width // 8, 1) if isinstance(a.storage, ir.IntType) else
-              (8 if isinstance(a.storage, ir.DoubleType) else 4) for a in arrays]
+    widths = [a.element_type.byte_size for a in arrays]  # bytes of each operand's storage
     malloc = _libc(b.module, "malloc", ir.FunctionType(PTR, [I64]))
     free = _libc(b.module, "free", ir.FunctionType(ir.VoidType(), [PTR]))
     block = b.call(malloc, [i64(2 * n * sum(widths))])

@@ -47,15 +47,8 @@ SHARED_MEMORY_LIMIT = 48 * 1024  # bytes of static shared memory a block may use
 MAX_THREADS = 1024
 
 
-def _bytes(array: IrArray) -> int:
-    storage = array.storage
-    if isinstance(storage, ir.IntType):
-        return max(storage.width // 8, 1)
-    return 8 if isinstance(storage, ir.DoubleType) else 4
-
-
 def sort_uses_shared_memory(n: int, arrays: list[IrArray]) -> bool:
-    return n * sum(_bytes(a) for a in arrays) <= SHARED_MEMORY_LIMIT
+    return n * sum(a.element_type.byte_size for a in arrays) <= SHARED_MEMORY_LIMIT
 
 
 def emit_gpu_sort_kernel(ctx: KernelContext) -> LaunchDimensions:

@@ -95,23 +95,31 @@
 
   // ---- the graph: pan, zoom, fit -------------------------------------------------------
   const view = $("graph");
-  function showGraph(g) {
-    if (g === state.graph && view.querySelector("g.node")) return;
-    state.graph = g;
-    const entry = data.graphs[g];
-    view.innerHTML = '<div class="caption">' + esc(entry.title) + "</div>" + entry.svg;
+
+  // Put a picture in the middle pane at its own size (from its viewBox), fitted to the pane.
+  function place(caption, svgText) {
+    view.innerHTML = '<div class="caption">' + esc(caption) + "</div>" + svgText;
     const svg = view.querySelector("svg");
-    if (!svg) return;
+    if (!svg) return null;
     svg.removeAttribute("width");
     svg.removeAttribute("height");
     const box = svg.viewBox.baseVal;
     svg.style.width = box.width + "px";
     svg.style.height = box.height + "px";
+    fit();
+    return svg;
+  }
+
+  function showGraph(g) {
+    if (g === state.graph && view.querySelector("g.node")) return;
+    state.graph = g;
+    const entry = data.graphs[g];
+    const svg = place(entry.title, entry.svg);
+    if (!svg) return;
     for (const node of svg.querySelectorAll("g.node")) {
       const name = nodeName(node);
       if (name) node.dataset.name = name;
     }
-    fit();
     paintHeat();
     if (state.selected) mark(state.selected);
   }
@@ -276,11 +284,7 @@
         '"><title>' + esc(label) + " (" + b.kind + "): " + kib(b.size) + ", steps " + b.start + "-" + b.end + "</title></rect></g>";
     });
     svg += "</svg>";
-    view.innerHTML = '<div class="caption">memory: buffers over the schedule</div>' + svg;
-    const el = view.querySelector("svg");
-    el.removeAttribute("width"); el.removeAttribute("height");
-    el.style.width = width + "px"; el.style.height = height + "px";
-    fit();
+    place("memory: buffers over the schedule", svg);
     const atPeak = m.buffers.filter((b) => b.start <= m.peak_step && m.peak_step <= b.end).sort((a, b) => b.size - a.size);
     $("details").innerHTML = "<h2>Memory</h2><dl><dt>peak</dt><dd>" + kib(m.peak_bytes) + " (" + m.peak_bytes + " bytes) at step " + m.peak_step +
       ", " + nameLink(m.steps[m.peak_step] || "") + "</dd><dt>temporaries</dt><dd>" + kib(m.temp_bytes) + " in one arena, reused as live ranges allow</dd></dl>" +
@@ -332,11 +336,7 @@
         e.us.toFixed(2) + " \u00b5s</title></rect></g>";
     });
     svg += "</svg>";
-    view.innerHTML = '<div class="caption">profile: the last run\'s thunks over time</div>' + svg;
-    const el = view.querySelector("svg");
-    el.removeAttribute("width"); el.removeAttribute("height");
-    el.style.width = width + "px"; el.style.height = height + "px";
-    fit();
+    place("profile: the last run's thunks over time", svg);
     const ranked = Object.entries(p.thunks).sort((a, b) => b[1].us - a[1].us);
     const total = ranked.reduce((sum, [, t]) => sum + t.us, 0) || 1;
     $("details").innerHTML = "<h2>Profile</h2><p class=stat>Mean over " + p.runs + " runs on fake arguments, after two warm-up runs. " +
