@@ -12,6 +12,7 @@ from xla_teach.api import execute
 from xla_teach.frontend.autodiff import grad, jvp, value_and_grad, vjp
 from xla_teach.frontend.errors import CompilationError
 from xla_teach.frontend.jit import jit
+from xla_teach.frontend.tracer import name_scope as named_scope
 from xla_teach.hlo.builder import XlaBuilder
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.parser import HloParseError, parse_hlo, parse_shape
@@ -35,6 +36,7 @@ __all__ = [
     "grad",
     "jit",
     "jvp",
+    "named_scope",
     "XlaBuilder",
     "execute",
     "parse_hlo",

@@ -5,6 +5,8 @@ test_autodiff_control_flow.py."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -188,3 +190,27 @@ def test_grad_argument_errors():
 def test_numerical_grad_helper_is_an_independent_oracle():
     np.testing.assert_allclose(numerical_grad(lambda v: float(np.sum(v ** 3)), np.array([1.0, 2.0])), [3, 12],
                                rtol=1e-5)
+
+
+def test_named_scope_names_forward_and_backward_instructions():
+    """As in JAX: the forward pass of value_and_grad is under jvp(loss), its transpose under
+    transpose(jvp(loss)), and a named_scope inside the loss shows in both (the backward
+    instructions of a layer sit in that layer's scope)."""
+
+    def loss(w, x):
+        with xla_teach.named_scope("layer1"):
+            h = xnp.tanh(x @ w)
+        return xnp.sum(h)
+
+    def step(w, x):
+        value, g = xla_teach.value_and_grad(loss)(w, x)
+        return value, w - 0.1 * g
+
+    text = xla_teach.jit(step).lower(W, X).as_text()
+    names = set(re.findall(r'op_name="([^"]*)"', text))
+    assert "jit(step)/jvp(loss)/layer1/dot_general" in names and "jit(step)/jvp(loss)/reduce_sum" in names
+    assert "jit(step)/transpose(jvp(loss))/layer1/transpose(dot_general)/dot_general" in names
+    assert "jit(step)/transpose(jvp(loss))/transpose(reduce_sum)/broadcast_in_dim" in names
+    assert "jit(step)/sub" in names  # the update, outside the differentiated function
+    with xla_teach.named_scope("outside"):  # outside a trace it does nothing
+        assert float(xnp.sum(xnp.ones(3))) == 3.0

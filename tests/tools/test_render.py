@@ -222,3 +222,14 @@ def test_html_labels_are_escaped():
     module = parse_hlo(WHILE_HLO)
     text = hlo_to_dot(module, title="a<b>&c")
     assert "a&lt;b&gt;&amp;c" in text
+
+
+def test_legend_shows_each_colour_once_naming_every_category_in_it() -> None:
+    from xla_teach.tools.render_style import CATEGORY_COLORS, legend_entries
+
+    entries = legend_entries()
+    fills = [c.fill for _, c in entries]
+    assert len(fills) == len(set(fills))
+    named = [cat for label, _ in entries for cat in label.split(", ")]
+    assert sorted(named) == sorted(CATEGORY_COLORS)
+    assert ("data movement, indexing" in [label for label, _ in entries])

@@ -84,7 +84,9 @@ def _backward_pass(tape: Tape, outputs: Sequence[Tracer], seeds: Sequence[Tracer
                 f"differentiating {prim.name}", prim.nondiff_reason or f"the primitive {prim.name} has no "
                 "reverse-mode rule", "compute this part outside the differentiated function, or stop the "
                 "gradient through it with xla_teach.frontend.autodiff.stop_gradient", location=None)
-        with name_scope(f"transpose({prim.name})"):
+        # In the scope its forward equation had under the differentiated function (a named_scope).
+        inner = eqn.scope[len(tape.base):].strip("/") if eqn.scope.startswith(tape.base) else ""
+        with name_scope(f"{inner}/transpose({prim.name})" if inner else f"transpose({prim.name})"):
             in_cts = prim.vjp(out_cts, eqn.inputs, eqn.outputs, **eqn.params)
         for inp, ct in zip(eqn.inputs, in_cts, strict=True):
             if ct is None or id(inp) not in tape.tracked:
@@ -136,14 +138,15 @@ def _value_and_grad_traced(fn: Callable[..., Any], args: tuple[Any, ...], kwargs
             tape.track(t)
         trees[n] = (fresh, tree)
         args[n] = tree_unflatten(tree, fresh)
-    with recording(tape):
+    fn_name = getattr(fn, "__name__", "fn").replace("<lambda>", "lambda")
+    with recording(tape), name_scope(f"jvp({fn_name})"):  # the forward pass, named as JAX names it
+        tape.base = ctx.name_stack
         result = fn(*args, **kwargs)
     out, aux = expect_pair(result, f"{what}(has_aux=True)", "(output, aux)") if has_aux else (result, None)
     out_t = ctx.lift(out) if not isinstance(out, Tracer) else out
     if out_t.shape != () or not dtypes.is_float(out_t.dtype):
         raise ValueError(f"{what} needs a function returning a float scalar, got {out_t.aval} (sum it, or use "
                          "vjp for non-scalar outputs)")
-    fn_name = getattr(fn, "__name__", "fn").replace("<lambda>", "lambda")
     with name_scope(f"transpose(jvp({fn_name}))"):
         cts = backward_pass(tape, [out_t], [ones_like(out_t)])
         grads = []

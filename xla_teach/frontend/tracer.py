@@ -174,7 +174,13 @@ def push_context(ctx: TraceContext) -> Iterator[TraceContext]:
 
 @contextlib.contextmanager
 def name_scope(name: str) -> Iterator[None]:
-    """Extend the ``op_name`` prefix of the current context (used by ``grad``)."""
+    """Extend the ``op_name`` prefix of the current context, as ``jax.named_scope`` does::
+
+        with xla_teach.named_scope("layer1"):
+            h = relu(x @ w)        # op_name="jit(f)/layer1/dot_general", ...
+
+    ``grad`` uses it too (``jvp(loss)``, ``transpose(jvp(loss))``). Outside a trace it does nothing.
+    The compile explorer groups a module's instructions by these scopes."""
     ctx = current_context()
     if ctx is None:
         yield
@@ -212,13 +218,16 @@ class Equation:
     inputs: list[Tracer]
     outputs: list[Tracer]
     params: dict[str, Any] = field(default_factory=dict)
+    scope: str = ""  # the op_name prefix it was traced under, so its transpose lands in the same scope
 
 
 class Tape:
-    """The equations of one ``grad``: those depending on the differentiated inputs."""
+    """The equations of one ``grad``: those depending on the differentiated inputs. ``base`` is
+    the name stack the differentiated function was traced under (``jit(f)/jvp(loss)``)."""
 
     def __init__(self, ctx: TraceContext) -> None:
         self.ctx = ctx
+        self.base = ctx.name_stack
         self.tracked: set[int] = set()
         self.keep_alive: list[Tracer] = []
         self.equations: list[Equation] = []
@@ -252,7 +261,7 @@ def bind(primitive: Primitive, *args: Any, **params: Any) -> Any:
     outputs = [Tracer(ctx, op) for op in ops]
     for tape in _TAPES:
         if tape.ctx is ctx and any(id(t) in tape.tracked for t in inputs):
-            tape.equations.append(Equation(primitive, inputs, outputs, params))
+            tape.equations.append(Equation(primitive, inputs, outputs, params, ctx.name_stack))
             for out in outputs:
                 if dtypes.is_float(out.dtype):
                     tape.track(out)

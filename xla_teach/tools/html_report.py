@@ -137,12 +137,11 @@ def _inline_svg(dot_text: str, svg: str | None, scope: str) -> str:
 
 def legend_html() -> str:
     """The node colours, as a row of coloured labels."""
-    from xla_teach.tools.render_style import CATEGORY_COLORS, COLORS
+    from xla_teach.tools.render_style import legend_entries
 
     spans = []
-    for cat, name in CATEGORY_COLORS.items():
-        c = COLORS[name]
-        spans.append(f'<span style="background:{c.fill};border-color:{c.stroke};color:{c.font}">{esc(cat)}</span>')
+    for label, c in legend_entries():
+        spans.append(f'<span style="background:{c.fill};border-color:{c.stroke};color:{c.font}">{esc(label)}</span>')
     return '<div class="legend">' + "".join(spans) + "</div>"
 
 

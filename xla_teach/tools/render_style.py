@@ -76,12 +76,20 @@ CALL_CLUSTER_FILL = "#fafafa"
 ROOT_MARKER = COLORS["brown"]
 
 
+def legend_entries() -> list[tuple[str, NodeColors]]:
+    """One entry per colour, naming every category drawn in it ("data movement, indexing"): XLA's
+    scheme gives some categories the same colour, and a legend must not show one colour twice."""
+    names: dict[str, list[str]] = {}
+    for cat, color_name in CATEGORY_COLORS.items():
+        names.setdefault(color_name, []).append(cat)
+    return [(", ".join(cats), COLORS[color_name]) for color_name, cats in names.items()]
+
+
 def legend_dot_lines() -> list[str]:
-    """A DOT cluster with one sample box per colour category, in one row."""
+    """A DOT cluster with one sample box per colour, in one row."""
     lines = ["subgraph cluster_legend {", '  label="legend"; style="rounded"; color="#c2c2c2";', "  rank=same;"]
-    for i, (cat, color_name) in enumerate(CATEGORY_COLORS.items()):
-        colors = COLORS[color_name]
-        lines.append(f'  legend{i} [label="{cat}", style="filled", fillcolor="{colors.fill}", '
+    for i, (label, colors) in enumerate(legend_entries()):
+        lines.append(f'  legend{i} [label="{label}", style="filled", fillcolor="{colors.fill}", '
                      f'color="{colors.stroke}", fontcolor="{colors.font}"];')
     lines.append("}")
     return lines

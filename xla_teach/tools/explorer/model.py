@@ -7,7 +7,10 @@
   the front end's ``op_name`` and Python source line, the fusion that holds it, the kernel
   that computes it (with that function's LLVM IR and, on the GPU, its PTX) and its buffer slice;
 * ``sources`` -- the Python lines the metadata points at, read from the files when they exist;
-* ``graphs`` -- SVG pictures (Graphviz), the optimized module first;
+* ``entry`` and ``palette`` -- the ENTRY computation's name and the colour of each category of op
+  (XLA's colours, :mod:`xla_teach.tools.render_style`): the page lays the module's graph out itself,
+  grouped by op_name scope (``static/module_graph.js``), from each instruction's ``operands``;
+* ``graphs`` -- SVG pictures (Graphviz) of what each changed pass touched;
 * ``memory`` -- the ENTRY computation's schedule and every buffer its peak counts, with live
   ranges, so the page can draw them and name what is live at the peak;
 * ``profile`` (when asked for) -- each thunk's mean time over timed runs after warm-up runs, on
@@ -23,7 +26,9 @@ from typing import Any
 
 from xla_teach.backends.llvm.kernel_support import kernel_symbols
 from xla_teach.hlo.ir import HloInstruction, HloModule
+from xla_teach.hlo.parser import parse_hlo
 from xla_teach.passes.pass_base import PassRecord
+from xla_teach.tools import render_style as style
 from xla_teach.tools.explorer.structural_diff import fusion_owners, structural_diff
 
 MAX_KERNEL_LINES = 400  # of one kernel's IR / PTX in a node panel
@@ -38,6 +43,9 @@ class ExplorerData:
     instructions: dict[str, dict[str, Any]] = field(default_factory=dict)
     sources: dict[str, dict[int, str]] = field(default_factory=dict)
     graphs: list[dict[str, str]] = field(default_factory=list)  # {"title", "svg"}
+    entry: str = ""
+    palette: dict[str, list[str]] = field(default_factory=dict)  # category -> [fill, stroke, font]
+    legend: list[list[str]] = field(default_factory=list)  # [label, fill, stroke, font], one per colour
     module_text: str = ""
     memory: dict[str, Any] | None = None  # the ENTRY's buffers over its schedule (see _memory)
     profile: dict[str, Any] | None = None  # measured thunk times (see _profile)
@@ -46,8 +54,9 @@ class ExplorerData:
         return {"title": self.title, "backend": self.backend, "passes": self.passes,
                 "instructions": self.instructions,
                 "sources": {f: {str(k): v for k, v in lines.items()} for f, lines in self.sources.items()},
-                "graphs": self.graphs, "moduleText": self.module_text, "memory": self.memory,
-                "profile": self.profile}
+                "graphs": self.graphs, "entry": self.entry, "palette": self.palette,
+                "legend": self.legend, "moduleText": self.module_text,
+                "memory": self.memory, "profile": self.profile}
 
 
 def _functions(text: str, start: str) -> dict[str, str]:
@@ -89,10 +98,14 @@ def _instruction_table(module: HloModule, executable: Any) -> dict[str, dict[str
         for instr in comp.instructions:
             entry: dict[str, Any] = {"line": instr.to_text(print_metadata=False).strip(), "opcode": instr.opcode,
                                      "shape": str(instr.shape), "computation": comp.name, "fusion": owner or "",
+                                     "operands": [o.name for o in instr.operands], "category": style.category(instr),
                                      **_metadata(instr)}
+            if instr.opcode == "parameter":
+                entry["parameter_number"] = instr.parameter_number
             if instr.opcode == "fusion":
                 entry["fusion_kind"] = instr.fusion_kind
                 entry["members"] = [i.name for i in instr.fused_computation.instructions if i.opcode != "parameter"]
+                entry["fused_root"] = instr.fused_computation.root.name
             for symbol in kernel_symbols(instr.name):
                 if symbol in ir_functions:
                     entry["kernel"] = symbol
@@ -201,19 +214,29 @@ def build_data(executable: Any, title: str | None = None, graphs: bool = True,
     data.memory = _memory(executable)
     if profile_runs > 0:
         data.profile = _profile(executable, profile_runs)
-    if graphs:
-        svg = _svg(module, max_nodes=None)
-        if svg is not None:
-            data.graphs.append({"title": "optimized module", "svg": svg})
+    data.entry = module.entry.name
+    data.palette = {c: [style.COLORS[n].fill, style.COLORS[n].stroke, style.COLORS[n].font]
+                    for c, n in style.CATEGORY_COLORS.items()}
+    data.legend = [[label, c.fill, c.stroke, c.font] for label, c in style.legend_entries()]
     recorder = executable.recorder
+    parsed: dict[str, HloModule] = {}  # one pass's "after" is the next one's "before": parse each text once
+
+    def parse(text: str) -> HloModule:
+        if text not in parsed:
+            if len(parsed) > 4:
+                parsed.clear()
+            parsed[text] = parse_hlo(text)
+        return parsed[text]
+
     for record in (recorder.records if recorder is not None else []):
         entry = _pass_entry(record)
         if record.changed and not record.skipped:
-            diff = structural_diff(record.before, record.after)
+            after = parse(record.after)
+            diff = structural_diff(parse(record.before), after)
             entry["diff"] = diff.as_json()
             touched = sorted(diff.touched())
             if graphs:
-                svg = _focused_svg(record.after, touched)
+                svg = _focused_svg(after, touched)
                 if svg is not None:
                     entry["graph"] = len(data.graphs)
                     data.graphs.append({"title": f"after {record.pass_name}", "svg": svg})
@@ -221,14 +244,14 @@ def build_data(executable: Any, title: str | None = None, graphs: bool = True,
     return data
 
 
-def _focused_svg(after: str, touched: list[str]) -> str | None:
+def _focused_svg(module: HloModule, touched: list[str]) -> str | None:
     """The module after a pass with what it touched outlined; for a large module, only the
-    neighbourhood of the first touched instruction of the ENTRY computation."""
-    from xla_teach.hlo.parser import parse_hlo
-
-    module = parse_hlo(after)
+    neighbourhood of the first touched instruction of the ENTRY computation, fusions drawn as one
+    box each and no shapes on the edges (the module graph opens them; Graphviz takes seconds to place
+    edge labels among hundreds of edges)."""
     entry_names = {i.name for i in module.entry.instructions}
     if len(module.entry.instructions) <= FOCUS_NODES:
         return _svg(module, highlight=touched, max_nodes=None)
     center = next((n for n in touched if n in entry_names), None)
-    return _svg(module, highlight=touched, max_nodes=FOCUS_NODES, center=center)
+    return _svg(module, highlight=touched, max_nodes=FOCUS_NODES, center=center, collapse_fusions=True,
+                edge_shapes=False)

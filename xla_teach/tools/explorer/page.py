@@ -1,9 +1,11 @@
 """The explorer as one self-contained HTML file: styles, script, data and pictures inlined.
 
 The page makes no network request of any kind, so it opens offline, from a dump folder, an
-e-mail attachment or a bug report. Its parts: ``static/explorer.css``, ``static/explorer.js``
-and the JSON of :class:`~xla_teach.tools.explorer.model.ExplorerData` in a
-``<script type="application/json">`` element (``</`` escaped so that no string ends it).
+e-mail attachment or a bug report. Its parts: ``static/explorer.css``; the scripts
+``static/vendor/dagre.min.js`` (graph layout, MIT), ``static/module_graph.js`` (the optimized
+module grouped by op_name scope) and ``static/explorer.js`` (everything else); and the JSON of
+:class:`~xla_teach.tools.explorer.model.ExplorerData` in a ``<script type="application/json">``
+element (``</`` escaped so that no string ends it).
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ _TEMPLATE = """<!DOCTYPE html>
 </div>
 <script type="application/json" id="data">{data}</script>
 <script>
+{dagre}
+</script>
+<script>
+{graph_js}
+</script>
+<script>
 {js}
 </script>
 </body>
@@ -60,4 +68,5 @@ def _static(name: str) -> str:
 def explorer_page(data: ExplorerData) -> str:
     payload = json.dumps(data.as_json(), separators=(",", ":")).replace("</", "<\\/")
     return _TEMPLATE.format(title=html.escape(data.title), backend=html.escape(data.backend or "?"),
-                            css=_static("explorer.css"), js=_static("explorer.js"), data=payload)
+                            css=_static("explorer.css"), dagre=_static("vendor/dagre.min.js"),
+                            graph_js=_static("module_graph.js"), js=_static("explorer.js"), data=payload)

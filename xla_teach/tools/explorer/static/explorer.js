@@ -1,13 +1,16 @@
-// The compile explorer's page script. Everything it shows is in the JSON of <script id="data">;
-// it draws nothing itself: the graphs are SVGs that Graphviz laid out when the page was written.
-// This script steps through the passes, pans and zooms the graph, searches, and opens a panel
-// for an instruction with its HLO line, source line, fusion, kernel and buffer.
+// The compile explorer's page script. Everything it shows is in the JSON of <script id="data">.
+// The optimized module is drawn by module_graph.js (groups by op_name scope, laid out by dagre);
+// the pictures of what each pass changed are SVGs that Graphviz laid out when the page was written.
+// This script steps through the passes, pans and zooms, searches, and opens a panel for an
+// instruction with its HLO line, source line, fusion, kernel, buffer and time.
 (function () {
   "use strict";
   const data = JSON.parse(document.getElementById("data").textContent);
   const $ = (id) => document.getElementById(id);
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
-  const state = {pass: -1, graph: -1, scale: 1, x: 0, y: 0, selected: null};
+  // view: "module", a pass picture's index, "memory" or "profile"
+  const state = {pass: -1, view: null, scale: 1, x: 0, y: 0, selected: null};
+  const graph = window.XlaTeachModuleGraph(data);
 
   // ---- passes ------------------------------------------------------------------------
   const list = $("pass-list");
@@ -89,6 +92,14 @@
   }
 
   $("details").addEventListener("click", (e) => {
+    const fusion = e.target.closest("a[data-open-fusion]");
+    if (fusion) {
+      graph.toggleFusion(fusion.dataset.openFusion);
+      showModule();
+      const node = mark(fusion.dataset.openFusion) || view.querySelector('[data-fusion="' + CSS.escape(fusion.dataset.openFusion) + '"]');
+      if (node) centerOn(node);
+      return;
+    }
     const a = e.target.closest("a[data-name]");
     if (a) selectInstruction(a.dataset.name, false);
   });
@@ -110,9 +121,51 @@
     return svg;
   }
 
+  // The optimized module, grouped; keep: leave the pan and zoom as they are.
+  function showModule(keep) {
+    const at = {x: state.x, y: state.y, scale: state.scale};
+    state.view = "module";
+    const svg = place("optimized module: " + graph.boxes() + " boxes; click a group to open it, its title to close it", graph.svg());
+    view.insertAdjacentHTML("beforeend", '<div class="legend">' + (data.legend || []).map((l) => '<span style="background:' + l[1] +
+      ";border-color:" + l[2] + ";color:" + l[3] + '">' + esc(l[0]) + "</span>").join("") + '<span class="scope">group (op_name scope)</span></div>');
+    if (keep && svg) { Object.assign(state, at); apply(); }
+    paintHeat();
+    if (state.selected) mark(state.selected);
+  }
+
+  // Open or close a group or fusion, keeping the place clicked where it was on the screen.
+  function regroup(change, anchor) {
+    const before = anchor && anchor.getBoundingClientRect();
+    change();
+    showModule(true);
+    if (!before) return;
+    const selector = anchor.dataset.group ? '[data-group="' + CSS.escape(anchor.dataset.group) + '"]'
+      : '[data-fusion="' + CSS.escape(anchor.dataset.fusion || anchor.dataset.name) + '"], g.node[data-name="' + CSS.escape(anchor.dataset.fusion || anchor.dataset.name) + '"]';
+    const now = view.querySelector(selector);
+    if (!now) return;
+    const after = now.getBoundingClientRect();
+    state.x += before.left - after.left;
+    state.y += before.top - after.top;
+    apply();
+  }
+
+  view.addEventListener("click", (e) => {
+    const box = e.target.closest("g.scope-box");
+    if (box) { regroup(() => graph.toggle(box.dataset.group), box); return; }
+    const title = e.target.closest("g.cluster text");
+    if (!title) return;
+    const cluster = title.parentNode;
+    if (cluster.dataset.group) regroup(() => graph.toggle(cluster.dataset.group), cluster);
+    else regroup(() => graph.toggleFusion(cluster.dataset.fusion), null);
+  });
+  view.addEventListener("dblclick", (e) => {
+    const node = e.target.closest("g.node.fusion");
+    if (node) regroup(() => graph.toggleFusion(node.dataset.name), null);
+  });
+
   function showGraph(g) {
-    if (g === state.graph && view.querySelector("g.node")) return;
-    state.graph = g;
+    if (g === state.view && view.querySelector("g.node")) return;
+    state.view = g;
     const entry = data.graphs[g];
     const svg = place(entry.title, entry.svg);
     if (!svg) return;
@@ -174,7 +227,7 @@
     selectInstruction(node.dataset.name, true);
   });
   $("fit").addEventListener("click", fit);
-  $("whole").addEventListener("click", () => { if (data.graphs.length) showGraph(0); });
+  $("whole").addEventListener("click", () => showModule());
 
   function centerOn(node) {
     const svg = view.querySelector("svg");
@@ -219,7 +272,9 @@
     state.selected = name;
     const info = data.instructions[name];
     const shown = view.querySelector('g.node[data-name="' + CSS.escape(name) + '"]');
-    if (!fromGraph && data.graphs.length && (where === "module" || !shown)) showGraph(0);
+    if (!fromGraph && (where === "module" || !shown)) {
+      if (graph.reveal(name) || state.view !== "module") showModule();
+    }
     const node = mark(name);
     if (node && !fromGraph) centerOn(node);
     $("details").innerHTML = info ? instructionHtml(name, info) :
@@ -234,7 +289,10 @@
     html += "<dt>computation</dt><dd>" + esc(o.computation) + "</dd>";
     if (o.op_name) html += "<dt>op_name</dt><dd><code>" + esc(o.op_name) + "</code></dd>";
     if (o.fusion) html += "<dt>fused into</dt><dd>" + nameLink(o.fusion) + "</dd>";
-    if (o.fusion_kind) html += "<dt>fusion kind</dt><dd>" + esc(o.fusion_kind) + " (" + o.members.length + " instructions)</dd>";
+    if (o.fusion_kind) html += "<dt>fusion kind</dt><dd>" + esc(o.fusion_kind) + " (" + o.members.length + " instructions) &middot; " +
+      '<a data-open-fusion="' + esc(name) + '">open or close it in the graph</a></dd>';
+    const scope = graph.groupOf(name);
+    if (scope && scope.depth) html += "<dt>group</dt><dd>" + graph.ancestors(scope.id).reverse().slice(1).map((id) => esc(graph.groups.get(id).label)).join(" &rsaquo; ") + "</dd>";
     if (o.kernel) html += "<dt>kernel</dt><dd><code>" + esc(o.kernel) + "</code></dd>";
     if (o.buffer) html += "<dt>buffer</dt><dd>" + esc(o.buffer) + "</dd>";
     const t = data.profile && data.profile.thunks[name];
@@ -260,7 +318,7 @@
 
   function showMemory() {
     const m = data.memory;
-    state.graph = -1;
+    state.view = "memory";
     if (!m) { view.innerHTML = '<div class="empty">No buffer assignment on this backend.</div>'; return; }
     const steps = Math.max(m.steps.length, 1), rows = m.buffers.slice().sort((a, b) => a.start - b.start || b.size - a.size);
     const W = 18, H = 16, left = 220, top = 90, width = left + steps * W + 20, height = top + rows.length * H + 20;
@@ -312,11 +370,25 @@
       const shape = node.querySelector("polygon, ellipse");
       if (t && shape) shape.style.fill = heat(t.us / most);
     }
+    // A closed group: the time of the thunks inside it, on the same scale.
+    const boxes = view.querySelectorAll("g.scope-box");
+    if (!boxes.length) return;
+    const inside = {};
+    for (const [name, t] of Object.entries(p.thunks)) {
+      const g = graph.groupOf(name);
+      if (g) for (const id of graph.ancestors(g.id)) inside[id] = (inside[id] || 0) + t.us;
+    }
+    for (const box of boxes) {
+      const us = inside[box.dataset.group];
+      if (!us) continue;
+      box.querySelector("polygon").style.fill = heat(Math.min(1, us / most));
+      box.querySelector("title").textContent += "\n" + us.toFixed(1) + " \u00b5s per run inside";
+    }
   }
 
   function showProfile() {
     const p = data.profile;
-    state.graph = -1;
+    state.view = "profile";
     if (!p) {
       view.innerHTML = '<div class="empty">No profile in this page: write it with <code>xla-teach explore --profile N</code> or <code>compiled.explore(profile_runs=N)</code>.</div>';
       return;
@@ -393,7 +465,7 @@
     else if (e.key === "+" || e.key === "=") zoomAt(1.25, view.clientWidth / 2, view.clientHeight / 2);
     else if (e.key === "-") zoomAt(0.8, view.clientWidth / 2, view.clientHeight / 2);
     else if (e.key === "/") { e.preventDefault(); search.focus(); }
-    else if (e.key === "0") showGraph(0);
+    else if (e.key === "0") showModule();
     else if (e.key === "m") showMemory();
     else if (e.key === "p") showProfile();
   });
@@ -401,8 +473,8 @@
 
   // ---- start: the optimized module, or what the address asks for -----------------------------
   document.body.classList.add("js");
-  if (data.graphs.length) showGraph(0);
-  else view.innerHTML = '<div class="empty">No graph: Graphviz (<code>dot</code>) was not installed when this page was written.</div>';
+  showModule();
+  window.explorerTimings = {firstPictureMs: performance.now(), layoutMs: graph.layoutMs()};
   const hash = decodeURIComponent(location.hash.slice(1));
   if (hash.startsWith("pass-")) {
     const i = data.passes.findIndex((p) => "pass-" + p.index === hash);

@@ -1,0 +1,299 @@
+// The optimized module as a graph that scales: instructions grouped by the op_name scopes the front
+// end wrote (jit(train_step)/jvp(loss)/dot_general sits in jit(train_step) > jvp(loss)), each group
+// drawn as one box until it is opened, like Model Explorer's layers. Only what is open is laid out,
+// by dagre (vendor/dagre.min.js), and each layout is kept, so a module of thousands of instructions
+// costs what its open groups cost.
+//
+//   const graph = XlaTeachModuleGraph(data);   // data: the page's JSON
+//   view.innerHTML = graph.svg();              // open groups as clusters, closed ones as boxes
+//   graph.toggle("g:jvp(loss)"); graph.reveal("dot.3"); graph.toggleFusion("fusion.2");
+//
+// Scalar constants are left out (as XLA's graph dumps inline them): their value is in their users'
+// HLO lines. A group with more instructions of its own than MAX_MEMBERS is cut into runs of
+// consecutive instructions, so that a module without op_names still opens a piece at a time.
+(function () {
+  "use strict";
+  const FIRST_BOXES = 40;  // at first, groups are opened breadth first while the boxes fit this
+  const MAX_MEMBERS = 80;
+  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+  const clip = (s, n) => (s.length > n ? s.slice(0, n - 1) + "\u2026" : s);
+
+  // "jit(f)/transpose(jvp(g))/mul" -> ["jit(f)", "transpose(jvp(g))", "mul"]; a "/" inside brackets stays.
+  function scopes(opName) {
+    const parts = [];
+    let depth = 0, current = "";
+    for (const c of opName) {
+      if (c === "(" || c === "[") depth++;
+      else if (c === ")" || c === "]") depth--;
+      if (c === "/" && depth === 0) { parts.push(current); current = ""; } else current += c;
+    }
+    parts.push(current);
+    return parts;
+  }
+
+  function hidden(o) { return o.opcode === "constant" && /\[\]/.test(o.shape); }
+
+  function XlaTeachModuleGraph(data) {
+    const instrs = data.instructions;
+    const names = Object.keys(instrs).filter((n) => instrs[n].computation === data.entry && !hidden(instrs[n]));
+    const shown = new Set(names);
+
+    // ---- the group tree: id "g:" + scope path; "" is the module itself ----------------------
+    const groups = new Map();
+    function group(path) {
+      const id = "g:" + path.join("/");
+      if (!groups.has(id)) {
+        const parent = path.length ? group(path.slice(0, -1)) : null;
+        const g = {id, label: path.length ? path[path.length - 1] : data.title, parent: parent && parent.id,
+          groups: [], members: [], size: 0, depth: path.length};
+        groups.set(id, g);
+        if (parent) parent.groups.push(id);
+      }
+      return groups.get(id);
+    }
+    const root = group([]);
+    const home = new Map();  // instruction -> its group's id
+    const path = (o) => (o.op_name && o.opcode !== "parameter" ? scopes(o.op_name).slice(0, -1) : []);
+    // The scope every instruction shares (jit(f)) is the module itself: it is left out.
+    const firsts = new Set(names.map((n) => path(instrs[n])).filter((p) => p.length).map((p) => p[0]));
+    const skip = firsts.size === 1 ? 1 : 0;
+    for (const n of names) {
+      const o = instrs[n];
+      const g = group(path(o).slice(skip));
+      g.members.push(n);
+      home.set(n, g.id);
+    }
+    // A group that holds one group and nothing else is drawn as one: "jit(f) / jvp(g)".
+    for (const g of [...groups.values()].sort((a, b) => a.depth - b.depth)) {
+      if (!groups.has(g.id)) continue;
+      while (g !== root && g.members.length === 0 && g.groups.length === 1) {
+        const only = groups.get(g.groups[0]);
+        g.label += " / " + only.label;
+        g.groups = only.groups;
+        g.members = only.members;
+        for (const c of g.groups) groups.get(c).parent = g.id;
+        for (const n of g.members) home.set(n, g.id);
+        groups.delete(only.id);
+      }
+    }
+    // Cut long runs of a group's own instructions (in schedule order) into pieces.
+    for (const g of [...groups.values()]) {
+      if (g.members.length <= MAX_MEMBERS || (g === root && g.groups.length === 0 && g.members.length <= FIRST_BOXES)) continue;
+      const members = g.members;
+      g.members = [];
+      for (let i = 0; i < members.length; i += MAX_MEMBERS) {
+        const piece = members.slice(i, i + MAX_MEMBERS);
+        const id = g.id + "#" + i;
+        groups.set(id, {id, label: "instructions " + (i + 1) + "\u2013" + (i + piece.length) + " of " + members.length,
+          parent: g.id, groups: [], members: piece, size: 0, depth: g.depth + 1});
+        g.groups.push(id);
+        for (const n of piece) home.set(n, id);
+      }
+    }
+    (function count(g) {
+      g.size = g.members.length + g.groups.reduce((s, c) => s + count(groups.get(c)), 0);
+      return g.size;
+    })(root);
+
+    const open = new Set([root.id]);
+    const openFusions = new Set();
+    // Open breadth first while the boxes drawn stay within FIRST_BOXES.
+    (function openFirst() {
+      let boxes = root.groups.length + root.members.length;
+      const queue = [...root.groups];
+      while (queue.length) {
+        const g = groups.get(queue.shift());
+        const more = g.groups.length + g.members.length - 1;
+        if (boxes + more > FIRST_BOXES) continue;
+        open.add(g.id);
+        boxes += more;
+        queue.push(...g.groups);
+      }
+    })();
+
+    function ancestors(id) {
+      const chain = [];
+      for (let g = groups.get(id); g; g = g.parent !== null ? groups.get(g.parent) : null) chain.push(g.id);
+      return chain;
+    }
+
+    // ---- what is drawn: boxes for closed groups and for instructions in open ones ---------------
+    function visible() {
+      const nodes = [], clusters = [], rep = new Map();
+      function under(g, id) {
+        for (const n of g.members) rep.set(n, id);
+        for (const c of g.groups) under(groups.get(c), id);
+      }
+      (function walk(g, parent) {
+        for (const c of g.groups) {
+          const child = groups.get(c);
+          if (open.has(c)) { clusters.push({id: c, parent, group: child}); walk(child, c); }
+          else { nodes.push({id: c, parent, group: child}); under(child, c); }
+        }
+        for (const n of g.members) {
+          const o = instrs[n];
+          if (o.opcode === "fusion" && openFusions.has(n)) {
+            const id = "f:" + n;
+            clusters.push({id, parent, fusion: n});
+            for (const m of o.members) {
+              if (hidden(instrs[m])) continue;
+              nodes.push({id: m, parent: id, name: m});
+              rep.set(m, m);
+            }
+          } else {
+            nodes.push({id: n, parent, name: n});
+            rep.set(n, n);
+          }
+        }
+      })(root, null);
+      const edges = new Map();
+      const add = (a, b) => { if (a && b && a !== b) edges.set(a + "\u0000" + b, [a, b]); };
+      const out = (n) => (openFusions.has(n) && rep.get(n) === undefined ? rep.get(instrs[n].fused_root) : rep.get(n));
+      for (const n of names) {
+        const o = instrs[n];
+        if (o.opcode === "fusion" && openFusions.has(n) && rep.get(n) === undefined) {
+          // Its fused instructions are drawn: parameter(i) stands for the fusion's operand i.
+          const params = {};
+          for (const m of o.members) {
+            for (const x of instrs[m].operands) {
+              const p = instrs[x];
+              if (!p) continue;
+              if (p.opcode === "parameter") (params[p.parameter_number] = params[p.parameter_number] || []).push(m);
+              else if (!hidden(p)) add(rep.get(x), rep.get(m));
+            }
+          }
+          o.operands.forEach((x, i) => { for (const m of params[i] || []) add(out(x), rep.get(m)); });
+        } else {
+          for (const x of o.operands) if (shown.has(x)) add(out(x), rep.get(n));
+        }
+      }
+      return {nodes, clusters, edges: [...edges.values()]};
+    }
+
+    // ---- boxes' text and size ----------------------------------------------------------------
+    function displayName(n) {
+      const o = instrs[n];
+      return o && o.opcode === "parameter" && o.op_name && !o.op_name.includes("/") ? o.op_name : n;
+    }
+    function lines(node) {
+      if (node.group) return [node.group.label, node.group.size + " instructions"];
+      const o = instrs[node.name];
+      const second = (o.opcode === "fusion" ? "fusion " + (o.fusion_kind || "") : o.opcode) + " " + o.shape;
+      const leaf = o.op_name && o.opcode !== "parameter" ? scopes(o.op_name).pop() : "";
+      return leaf ? [displayName(node.name), second, leaf] : [displayName(node.name), second];
+    }
+
+    const layouts = new Map();
+    function layout() {
+      const key = [...open].sort().join("|") + "||" + [...openFusions].sort().join("|");
+      if (layouts.has(key)) return layouts.get(key);
+      const v = visible();
+      const g = new dagre.graphlib.Graph({compound: true});
+      g.setGraph({rankdir: "TB", nodesep: 16, ranksep: 34, marginx: 16, marginy: 16});
+      g.setDefaultEdgeLabel(() => ({}));
+      for (const c of v.clusters) g.setNode(c.id, {});
+      for (const node of v.nodes) {
+        node.text = lines(node).map((t) => clip(t, 34));
+        const width = Math.max(...node.text.map((t) => t.length)) * 6.4 + 18;
+        g.setNode(node.id, {width: Math.max(60, width), height: 14 * node.text.length + 10});
+      }
+      for (const c of v.clusters) if (c.parent) g.setParent(c.id, c.parent);
+      for (const node of v.nodes) if (node.parent) g.setParent(node.id, node.parent);
+      for (const [a, b] of v.edges) g.setEdge(a, b);
+      const started = performance.now();
+      dagre.layout(g);
+      const result = {graph: g, visible: v, ms: performance.now() - started};
+      layouts.set(key, result);
+      return result;
+    }
+
+    // ---- the picture -------------------------------------------------------------------------
+    // dagre's bend points joined smoothly: a quadratic curve through each point's midpoints.
+    function curve(points) {
+      const f = (p) => p.x.toFixed(1) + "," + p.y.toFixed(1);
+      let d = "M" + f(points[0]);
+      for (let i = 1; i < points.length - 1; i++) {
+        const next = points[i + 1];
+        d += " Q" + f(points[i]) + " " + f({x: (points[i].x + next.x) / 2, y: (points[i].y + next.y) / 2});
+      }
+      return d + " L" + f(points[points.length - 1]);
+    }
+
+    function svg() {
+      const {graph, visible: v} = layout();
+      const size = graph.graph();
+      const W = Math.ceil(size.width || 100), H = Math.ceil(size.height || 60);
+      const palette = data.palette || {};
+      let out = '<svg xmlns="http://www.w3.org/2000/svg" class="module-graph" viewBox="0 0 ' + W + " " + H + '" width="' + W + '" height="' + H + '">' +
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">' +
+        '<path d="M0,0 L10,5 L0,10 z" fill="#90a4ae"/></marker></defs>';
+      const depth = (c) => (c.group ? c.group.depth : ancestors(home.get(c.fusion)).length);
+      for (const c of v.clusters.slice().sort((a, b) => depth(a) - depth(b))) {
+        const box = graph.node(c.id);
+        const x = box.x - box.width / 2, y = box.y - box.height / 2;
+        const label = c.group ? "\u2212 " + c.group.label + " (" + c.group.size + ")" : "\u2212 " + c.fusion;
+        out += '<g class="cluster ' + (c.group ? "scope" : "fused") + '" ' + (c.group ? 'data-group="' + esc(c.id) + '"' : 'data-fusion="' + esc(c.fusion) + '"') +
+          '><rect x="' + x + '" y="' + y + '" width="' + box.width + '" height="' + box.height + '" rx="6"/>' +
+          '<text x="' + (x + 6) + '" y="' + (y + 12) + '"><title>close ' + esc(c.group ? c.group.label : c.fusion) + "</title>" + esc(clip(label, Math.max(8, box.width / 6.2))) + "</text></g>";
+      }
+      for (const e of graph.edges()) {
+        const points = graph.edge(e).points || [];
+        if (!points.length) continue;
+        out += '<path class="edge" marker-end="url(#arrow)" d="' + curve(points) + '"/>';
+      }
+      for (const node of v.nodes) {
+        const box = graph.node(node.id);
+        const x = box.x - box.width / 2, y = box.y - box.height / 2;
+        const points = x + "," + y + " " + (x + box.width) + "," + y + " " + (x + box.width) + "," + (y + box.height) + " " + x + "," + (y + box.height);
+        let colours = ["#eceff1", "#78909c", "#263238"], attrs, title;
+        if (node.group) {
+          attrs = 'class="scope-box" data-group="' + esc(node.id) + '"';
+          title = node.group.label + ": " + node.group.size + " instructions (click to open)";
+        } else {
+          const o = instrs[node.name];
+          colours = palette[o.category] || ["white", "#9e9e9e", "black"];
+          attrs = 'class="node' + (o.opcode === "fusion" ? " fusion" : "") + '" data-name="' + esc(node.name) + '"';
+          title = o.line + (o.op_name ? "\nop_name: " + o.op_name : "");
+        }
+        out += "<g " + attrs + "><title>" + esc(title) + '</title><polygon points="' + points + '" fill="' + colours[0] + '" stroke="' + colours[1] + '"/>';
+        node.text.forEach((t, i) => {
+          out += '<text x="' + box.x + '" y="' + (y + 16 + 14 * i) + '" fill="' + colours[2] + '"' + (i === 0 ? ' font-weight="600"' : "") + ">" + esc(t) + "</text>";
+        });
+        out += "</g>";
+      }
+      return out + "</svg>";
+    }
+
+    return {
+      svg,
+      groups,
+      layoutMs: () => layout().ms,
+      boxes: () => layout().visible.nodes.length,
+      isOpen: (id) => open.has(id),
+      // Open or close a group (closing one closes what is inside it).
+      toggle(id) {
+        if (!groups.has(id) || id === root.id) return;
+        if (open.has(id)) { for (const other of [...open]) if (ancestors(other).includes(id)) open.delete(other); }
+        else open.add(id);
+      },
+      toggleFusion(name) {
+        if (openFusions.has(name)) openFusions.delete(name); else if (instrs[name] && instrs[name].opcode === "fusion") openFusions.add(name);
+      },
+      // Open every group around an instruction (a fused one: around its fusion); true when it changed.
+      reveal(name) {
+        const o = instrs[name];
+        if (!o) return false;
+        const at = home.get(o.fusion || name);
+        if (at === undefined) return false;
+        let changed = false;
+        for (const id of ancestors(at)) if (!open.has(id)) { open.add(id); changed = true; }
+        return changed;
+      },
+      // The group an instruction is drawn in while it is closed, for a panel's "in group" line.
+      groupOf: (name) => groups.get(home.get((instrs[name] || {}).fusion || name)),
+      ancestors,
+    };
+  }
+
+  window.XlaTeachModuleGraph = XlaTeachModuleGraph;
+})();
