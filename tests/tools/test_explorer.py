@@ -313,6 +313,16 @@ def test_explorer_in_a_browser_steps_searches_and_follows_a_source_line(browser,
     painted = browser.execute_script(
         "return [...document.querySelectorAll('#graph g.node polygon')].filter(p => p.style.fill).length")
     assert painted >= 10
+    # The profile estimates the time of each instruction inside a fusion: its panel ranks them, an
+    # instruction's panel gives its share, and the scopes add up in the profile's panel.
+    browser.execute_script(click, browser.find_element(By.CSS_SELECTOR, f'#graph g.node[data-name="{member}"]'))
+    assert "estimated from" in browser.find_element(By.ID, "details").text
+    browser.find_element(By.CSS_SELECTOR, "#details dd a[data-name]").click()
+    assert "TIME INSIDE (ESTIMATED)" in browser.find_element(By.ID, "details").text.upper()
+    browser.save_screenshot(str(shots / "7_time_inside_a_fusion.png"))
+    body.send_keys("p")
+    assert "TIME BY OP_NAME SCOPE" in browser.find_element(By.ID, "details").text.upper()
+    body.send_keys("0")
     # Zoom and fit keep the picture; no script error reached the console.
     body.send_keys("+")
     body.send_keys("f")
@@ -358,6 +368,26 @@ def test_profile_times_every_kernel_after_warm_up() -> None:
     assert sum(t["us"] for t in profile["thunks"].values()) <= profile["run_us"] * 1.05
     last = profile["events"]
     assert len(last) == len(kernels) and all(e["start"] >= 0 for e in last)
+
+
+def test_profile_estimates_the_time_of_each_instruction_inside_a_fusion() -> None:
+    """The defused module times each fused instruction alone; a fusion's measured time is shared
+    in proportion, and op_name scopes add up what ran under them."""
+    compiled = mlp_compiled()
+    profile = build_data(compiled.executable, graphs=False, profile_runs=3).profile
+    assert profile is not None
+    module = compiled.executable.module
+    fusions = {i.name: i for i in module.entry.instructions if i.opcode == "fusion"}
+    assert set(profile["inside"]) == set(fusions)
+    for name, inside in profile["inside"].items():
+        members = {i.name for i in fusions[name].fused_computation.instructions}
+        assert set(inside["members"]) <= members
+        assert sum(m["us"] for m in inside["members"].values()) == pytest.approx(profile["thunks"][name]["us"])
+        assert sum(m["alone_us"] for m in inside["members"].values()) == pytest.approx(inside["alone_us"])
+    # The top scope holds every kernel that has an op_name: all of them here.
+    assert profile["scopes"]["jit(train_step)"] == pytest.approx(sum(t["us"] for t in profile["thunks"].values()), rel=1e-6)
+    assert profile["scopes"]["jit(train_step)/jvp(loss)"] > 0
+    assert profile["scopes"]["jit(train_step)/transpose(jvp(loss))"] > 0
 
 
 def test_chrome_trace_names_the_hlo_op_name_and_source_line() -> None:
@@ -453,6 +483,9 @@ def deep_mlp_compiled(layers: int):  # type: ignore[no-untyped-def]
 def test_explorer_of_2000_instructions_opens_a_group_at_a_time(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A module of more than 2,000 instructions: the first picture is its groups (one box per
     layer), drawn in well under a second of layout; a layer opens, then a fusion inside it."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
     compiled = deep_mlp_compiled(12)
     assert compiled.executable.module.instruction_count() > 2000
     browser.get(compiled.explore(str(tmp_path / "deep.html")).path.as_uri())
@@ -472,5 +505,10 @@ def test_explorer_of_2000_instructions_opens_a_group_at_a_time(browser, tmp_path
     browser.execute_script("[...document.querySelectorAll('#graph g.node.fusion')].find(n => n.dataset.name === arguments[0])"
                            ".dispatchEvent(new MouseEvent('dblclick', {bubbles: true}))", fusion[-1])
     assert browser.execute_script("return document.querySelectorAll('#graph g.cluster.fused').length") == 1
+    # Found by search, the opened fusion is outlined and brought to the middle, close enough to read.
+    search = browser.find_element(By.ID, "search")
+    search.send_keys(fusion[-1])
+    search.send_keys(Keys.ENTER)
+    assert browser.execute_script("return document.querySelector('#graph g.cluster.fused.selected').dataset.fusion") == fusion[-1]
     assert _errors(browser) == []
     browser.save_screenshot(str(tmp_path / "deep.png"))

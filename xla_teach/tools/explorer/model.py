@@ -175,31 +175,124 @@ def _memory(executable: Any) -> dict[str, Any] | None:
             "peak_bytes": entry.peak_bytes, "temp_bytes": entry.temp_bytes}
 
 
-def _profile(executable: Any, runs: int) -> dict[str, Any]:
-    """Mean time of each thunk over ``runs`` runs (after two warm-up runs) on fake arguments."""
-    from xla_teach.tools.fake_data import fake_arguments
+@dataclass
+class _ThunkTimes:
+    times: dict[str, list[float]]  # HLO instruction -> its thunk's times (µs), one per call
+    kinds: dict[str, str]  # HLO instruction -> thunk kind
+    names: dict[str, str]  # kernel symbol -> HLO instruction
+    timeline: Any
+
+
+def _thunk_times(executable: Any, args: list[Any], runs: int) -> _ThunkTimes:
+    """Each thunk's times over ``runs`` runs after two warm-up runs, by HLO instruction name."""
     from xla_teach.tools.timeline import trace_runs
 
-    timeline = trace_runs(executable, fake_arguments(executable.module), runs, warmup=2)
-    names = {}
+    timeline = trace_runs(executable, args, runs, warmup=2)
+    names: dict[str, str] = {}
     for comp in executable.module.computations:
         for instr in comp.instructions:
             for symbol in kernel_symbols(instr.name):
                 names.setdefault(symbol, instr.name)
-    totals: dict[str, list[float]] = {}
-    kinds: dict[str, str] = {}
+    result = _ThunkTimes({}, {}, names, timeline)
     for event in timeline.thunk_events():
         name = names.get(event.name, event.name)
-        totals.setdefault(name, []).append(event.seconds * 1e6)
-        kinds[name] = event.kind
-    run_spans = [e for e in timeline.events if e.kind == "run"]
+        result.times.setdefault(name, []).append(event.seconds * 1e6)
+        result.kinds[name] = event.kind
+    return result
+
+
+def _profile(executable: Any, runs: int) -> dict[str, Any]:
+    """Mean time of each thunk over ``runs`` runs (after two warm-up runs) on fake arguments, the
+    last run's events, the estimated time of each instruction inside a fusion, and the time of
+    each op_name scope."""
+    from xla_teach.tools.fake_data import fake_arguments
+
+    args = fake_arguments(executable.module)
+    measured = _thunk_times(executable, args, runs)
+    run_spans = [e for e in measured.timeline.events if e.kind == "run"]
     run_us = sum(e.seconds for e in run_spans) / max(len(run_spans), 1) * 1e6
-    thunks = {n: {"us": sum(t) / runs, "calls": len(t) / runs, "kind": kinds[n]} for n, t in totals.items()}
+    thunks = {n: {"us": sum(t) / runs, "calls": len(t) / runs, "kind": measured.kinds[n]}
+              for n, t in measured.times.items()}
     last = run_spans[-1] if run_spans else None
     events = [] if last is None else [
-        {"name": names.get(e.name, e.name), "start": (e.start - last.start) * 1e6, "us": e.seconds * 1e6,
-         "kind": e.kind} for e in timeline.thunk_events() if e.run == last.run]
-    return {"runs": runs, "run_us": run_us, "thunks": thunks, "events": events}
+        {"name": measured.names.get(e.name, e.name), "start": (e.start - last.start) * 1e6, "us": e.seconds * 1e6,
+         "kind": e.kind} for e in measured.timeline.thunk_events() if e.run == last.run]
+    inside = _inside_fusions(executable, args, runs, thunks)
+    return {"runs": runs, "run_us": run_us, "thunks": thunks, "events": events, "inside": inside,
+            "scopes": _scope_times(executable.module, thunks, inside)}
+
+
+def _inside_fusions(executable: Any, args: list[Any], runs: int, thunks: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Time per instruction inside each fusion, estimated: the module is defused (``defuser``) and
+    compiled without optimizations, so each fused instruction runs as its own kernel and is timed
+    alone; a fusion's measured time is then shared among its instructions in proportion to those
+    times. (Fused, they share loads and loops, so the shares are estimates; ``alone_us`` says
+    what the instructions cost unfused, the fusion's saving.)"""
+    from xla_teach import flags
+    from xla_teach.api import compile_module
+    from xla_teach.passes.fusion.defuser import defuse_module
+
+    module: HloModule = executable.module
+    fusions = [i for i in module.entry.instructions if i.opcode == "fusion" and i.name in thunks]
+    if not fusions:
+        return {}
+    defused = parse_hlo(module.to_text())
+    copies = defuse_module(defused)
+    with flags.override(xla_teach_hlo_opt_level=0, xla_dump_to=""):
+        unfused = compile_module(defused, str(getattr(executable, "backend", "cpu")))
+    alone = _thunk_times(unfused, args, runs).times
+    inside: dict[str, Any] = {}
+    for fusion in fusions:
+        own = {i.name: sum(alone.get(copies.get(i.name, ""), [])) / runs
+               for i in fusion.fused_computation.instructions if i.opcode != "parameter"}
+        total = sum(own.values())
+        if total <= 0:
+            continue
+        measured = thunks[fusion.name]["us"]
+        inside[fusion.name] = {"alone_us": total, "members": {
+            name: {"us": measured * us / total, "alone_us": us} for name, us in own.items() if us > 0}}
+    return inside
+
+
+def op_name_scopes(op_name: str) -> list[str]:
+    """``"jit(f)/transpose(jvp(g))/mul"`` -> ``["jit(f)", "transpose(jvp(g))", "mul"]`` (a ``/``
+    inside brackets stays), as the page's module graph splits them."""
+    parts, depth, current = [], 0, ""
+    for c in op_name:
+        depth += (c in "([") - (c in ")]")
+        if c == "/" and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += c
+    return [*parts, current]
+
+
+def _scope_times(module: HloModule, thunks: dict[str, dict[str, Any]], inside: dict[str, Any]) -> dict[str, float]:
+    """µs per run of every op_name scope (``jit(f)/jvp(loss)/layer1``): kernels outside fusions
+    count whole, fused instructions by their estimated share (one that a pass made, with no
+    op_name, in its fusion's scope)."""
+    by_name = {i.name: i for comp in module.computations for i in comp.instructions}
+    scopes: dict[str, float] = {}
+
+    def op_name(name: str) -> str:
+        instr = by_name.get(name)
+        return str(dict(instr.metadata.fields).get("op_name", "")) if instr is not None and instr.metadata else ""
+
+    def add(name: str, us: float, fusion: str = "") -> None:
+        named = op_name(name) or op_name(fusion)
+        parts = op_name_scopes(named)[:-1] if named else []
+        for depth in range(1, len(parts) + 1):
+            key = "/".join(parts[:depth])
+            scopes[key] = scopes.get(key, 0.0) + us
+
+    for name, thunk in thunks.items():
+        if name in inside:
+            for member, share in inside[name]["members"].items():
+                add(member, share["us"], name)
+        else:
+            add(name, thunk["us"])
+    return dict(sorted(scopes.items()))
 
 
 def build_data(executable: Any, title: str | None = None, graphs: bool = True,

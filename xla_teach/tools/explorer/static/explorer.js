@@ -253,11 +253,16 @@
       }
     }
     let target = null;
+    for (const cluster of view.querySelectorAll("g.cluster.selected")) cluster.classList.remove("selected");
     for (const node of view.querySelectorAll("g.node")) {
       const n = node.dataset.name;
       node.classList.toggle("selected", n === name);
       node.classList.toggle("related", n !== name && related.has(n));
       if (n === name) target = node;
+    }
+    if (!target) {  // an opened fusion is drawn as a cluster
+      target = view.querySelector('g.cluster[data-fusion="' + CSS.escape(name) + '"]');
+      if (target) target.classList.add("selected");
     }
     if (!target && info.fusion) {  // a fused instruction drawn as its fusion
       target = view.querySelector('g.node[data-name="' + CSS.escape(info.fusion) + '"]');
@@ -297,6 +302,9 @@
     if (o.buffer) html += "<dt>buffer</dt><dd>" + esc(o.buffer) + "</dd>";
     const t = data.profile && data.profile.thunks[name];
     if (t) html += "<dt>time</dt><dd>" + t.us.toFixed(2) + " \u00b5s per run (" + (100 * t.us / Math.max(data.profile.run_us, 1e-9)).toFixed(1) + "% of a run)</dd>";
+    const share = insideShare(name);
+    if (share) html += "<dt>time</dt><dd>\u2248 " + share.us.toFixed(2) + " \u00b5s of its fusion's " + data.profile.thunks[o.fusion].us.toFixed(2) +
+      " \u00b5s (estimated from " + share.alone_us.toFixed(2) + " \u00b5s when it runs alone, unfused)</dd>";
     html += "</dl>";
     if (o.source_file) {
       const code = (data.sources[o.source_file] || {})[String(o.source_line)];
@@ -307,6 +315,14 @@
       if (same.length) html += '<div class="stat">Same line: ' + same.slice(0, 40).map(nameLink).join(", ") + (same.length > 40 ? " &hellip;" : "") + "</div>";
     }
     if (o.members) html += "<h3>Fused instructions</h3><div>" + o.members.map(nameLink).join(", ") + "</div>";
+    const inside = data.profile && (data.profile.inside || {})[name];
+    if (inside) {
+      const ranked = Object.entries(inside.members).sort((a, b) => b[1].us - a[1].us);
+      html += "<h3>Time inside (estimated)</h3><ul>" + ranked.map(([m, x]) => "<li>" + nameLink(m) + " &middot; \u2248 " + x.us.toFixed(2) +
+        " \u00b5s</li>").join("") + '</ul><p class="stat">Unfused, these instructions take ' + inside.alone_us.toFixed(2) +
+        " \u00b5s as separate kernels; fused, " + data.profile.thunks[name].us.toFixed(2) + " \u00b5s. Each one's share of the fusion's time " +
+        "follows its time alone (the explorer ran the defused module too).</p>";
+    }
     if (o.llvm_ir) html += "<details><summary>LLVM IR of " + esc(o.kernel) + "</summary><pre>" + esc(o.llvm_ir) + "</pre></details>";
     if (o.ptx) html += "<details><summary>PTX of " + esc(o.kernel) + "</summary><pre>" + esc(o.ptx) + "</pre></details>";
     return html;
@@ -361,12 +377,20 @@
     return "hsl(" + Math.round(55 - 55 * share) + ", 95%, " + Math.round(88 - 38 * share) + "%)";
   }
 
+  // A fused instruction's estimated share of its fusion's time ({us, alone_us}), when profiled.
+  function insideShare(name) {
+    const o = data.instructions[name];
+    const inside = o && o.fusion && data.profile && (data.profile.inside || {})[o.fusion];
+    return inside ? inside.members[name] : undefined;
+  }
+
   function paintHeat() {
     const p = data.profile;
     if (!p) return;
     const most = Math.max(1e-9, ...Object.values(p.thunks).map((t) => t.us));
     for (const node of view.querySelectorAll("g.node[data-name]")) {
-      const t = p.thunks[node.dataset.name] || p.thunks[(data.instructions[node.dataset.name] || {}).fusion];
+      const inFusion = node.closest("svg.module-graph") && insideShare(node.dataset.name);
+      const t = inFusion || p.thunks[node.dataset.name] || p.thunks[(data.instructions[node.dataset.name] || {}).fusion];
       const shape = node.querySelector("polygon, ellipse");
       if (t && shape) shape.style.fill = heat(t.us / most);
     }
@@ -412,9 +436,20 @@
     const ranked = Object.entries(p.thunks).sort((a, b) => b[1].us - a[1].us);
     const total = ranked.reduce((sum, [, t]) => sum + t.us, 0) || 1;
     $("details").innerHTML = "<h2>Profile</h2><p class=stat>Mean over " + p.runs + " runs on fake arguments, after two warm-up runs. " +
-      "In the graph (<kbd>0</kbd>) boxes are coloured by the time of the kernel that computes them, pale to red.</p>" +
+      "In the graph (<kbd>0</kbd>) boxes are coloured by the time of the kernel that computes them, pale to red; inside an " +
+      "opened fusion, by each instruction's estimated share of the fusion's time.</p>" +
       "<h3>Thunks by time</h3><ul>" + ranked.map(([n, t]) => "<li>" + nameLink(n) + " &middot; " + t.us.toFixed(2) + " \u00b5s &middot; " +
-      (100 * t.us / total).toFixed(1) + "% &middot; " + esc(t.kind) + "</li>").join("") + "</ul>";
+      (100 * t.us / total).toFixed(1) + "% &middot; " + esc(t.kind) + "</li>").join("") + "</ul>" + scopesHtml(p, total);
+  }
+
+  // Time by op_name scope, nested, three levels deep; fused instructions count by their estimated share.
+  function scopesHtml(p, total) {
+    const scopes = Object.entries(p.scopes || {});
+    if (!scopes.length) return "";
+    const depth = (k) => window.XlaTeachModuleGraph.scopes(k).length;
+    return '<h3>Time by op_name scope</h3><ul class="scopes">' + scopes.filter(([k]) => depth(k) <= 3).map(([k, us]) =>
+      '<li style="margin-left:' + (depth(k) - 1) * 1.2 + 'em">' + esc(window.XlaTeachModuleGraph.scopes(k).pop()) + " &middot; " + us.toFixed(2) +
+      " \u00b5s &middot; " + (100 * us / total).toFixed(1) + "%</li>").join("") + "</ul>";
   }
   $("profile").addEventListener("click", showProfile);
   view.addEventListener("click", (e) => {
@@ -430,7 +465,10 @@
     for (const node of view.querySelectorAll("g.node")) node.classList.remove("match");
     if (!q) { results.classList.add("hidden"); return; }
     hits = Object.entries(data.instructions).filter(([n, o]) => n.toLowerCase().includes(q) ||
-      o.opcode.toLowerCase() === q || (o.op_name || "").toLowerCase().includes(q)).slice(0, 200);
+      o.opcode.toLowerCase() === q || (o.op_name || "").toLowerCase().includes(q));
+    // The name itself first, then names that start with it, then the rest.
+    const rank = ([n]) => (n.toLowerCase() === q ? 0 : n.toLowerCase().startsWith(q) ? 1 : 2);
+    hits = hits.map((h, i) => [h, i]).sort((a, b) => rank(a[0]) - rank(b[0]) || a[1] - b[1]).map(([h]) => h).slice(0, 200);
     active = 0;
     const names = new Set(hits.map(([n]) => n));
     for (const node of view.querySelectorAll("g.node")) node.classList.toggle("match", names.has(node.dataset.name));

@@ -295,5 +295,6 @@
     };
   }
 
+  XlaTeachModuleGraph.scopes = scopes;
   window.XlaTeachModuleGraph = XlaTeachModuleGraph;
 })();
