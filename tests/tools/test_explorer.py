@@ -303,6 +303,12 @@ def test_explorer_in_a_browser_steps_searches_and_follows_a_source_line(browser,
     body.send_keys("m")
     assert browser.execute_script("return document.querySelectorAll('#graph g.buffer').length") >= 10
     assert "LIVE AT THE PEAK" in browser.find_element(By.ID, "details").text.upper()
+    # Click a temporary's bar: it is outlined, and its panel says what it could not share bytes with.
+    bar = browser.execute_script("""const bars = [...document.querySelectorAll('#graph g.buffer')];
+        const bar = bars.find(b => b.querySelector('rect').getAttribute('fill') === '#ce93d8') || bars[0];
+        bar.dispatchEvent(new MouseEvent('click', {bubbles: true})); return bar.dataset.name;""")
+    assert browser.execute_script("return [...document.querySelectorAll('#graph g.buffer.selected')].map(b => b.dataset.name)") == [bar]
+    assert "could not share bytes with" in browser.find_element(By.ID, "details").text
     browser.save_screenshot(str(shots / "5_memory.png"))
     # The profile: the last run's thunks as bars, the graph's boxes in heat colours.
     body.send_keys("p")

@@ -135,3 +135,19 @@ def test_dumped_snapshot_replays_bit_identical(tmp_path, backend):
     # and the values are right: the product in bf16, as NumPy computes it
     expected = (args[0].astype(np.float32) * args[1].astype(np.float32)).astype(ml_dtypes.bfloat16)
     assert _bits_equal(result.outputs[0], expected)
+
+
+def test_replay_prints_each_result_once_and_the_recorded_one_only_when_it_differs(tmp_path):
+    import io
+
+    constant = "HloModule c\nENTRY e {\n  ROOT k = s32[3] constant({0, 1, 2})\n}\n"
+    snap = HloSnapshot(constant, [], [np.arange(3, dtype=np.int32)], "interpreter", {})
+    path = snap.save(tmp_path / "o.npz")
+    out = io.StringIO()
+    replay(path, "interpreter", out=out)
+    text = out.getvalue()
+    assert "{0, 1, 2}" in text and "was " not in text and "bit-identical" in text
+    HloSnapshot(constant, [], [np.array([0, 1, 5], np.int32)], "interpreter", {}).save(tmp_path / "p.npz")
+    out = io.StringIO()
+    replay(tmp_path / "p.npz", "interpreter", out=out)
+    assert "was s32[3] {0, 1, 5}" in out.getvalue() and "DIFFERENT" in out.getvalue()

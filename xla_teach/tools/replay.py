@@ -96,7 +96,9 @@ def _print_outputs(result: ReplayResult, loaded: HloInput, out: TextIO) -> None:
     for i, value in enumerate(result.outputs):
         print(f"{loaded.source}: {result.module_name} :: {format_literal(value)}", file=out)
         if result.recorded_outputs is not None and i < len(result.recorded_outputs):
-            print(f"was {format_literal(result.recorded_outputs[i])}", file=out)
+            recorded = format_literal(result.recorded_outputs[i])
+            if recorded != format_literal(value):  # the same value is not printed twice
+                print(f"was {recorded}", file=out)
     identical = result.bit_identical
     if identical is not None:
         recorded_on = f" (recorded on {loaded.backend})" if loaded.backend else ""

@@ -282,6 +282,7 @@
     }
     const node = mark(name);
     if (node && !fromGraph) centerOn(node);
+    markBars();
     $("details").innerHTML = info ? instructionHtml(name, info) :
       "<h2>" + esc(name) + '</h2><p class="stat">Not in the optimized module (a pass removed or renamed it).</p>';
     location.replace("#instr-" + encodeURIComponent(name));
@@ -300,6 +301,7 @@
     if (scope && scope.depth) html += "<dt>group</dt><dd>" + graph.ancestors(scope.id).reverse().slice(1).map((id) => esc(graph.groups.get(id).label)).join(" &rsaquo; ") + "</dd>";
     if (o.kernel) html += "<dt>kernel</dt><dd><code>" + esc(o.kernel) + "</code></dd>";
     if (o.buffer) html += "<dt>buffer</dt><dd>" + esc(o.buffer) + "</dd>";
+    html += liveHtml(name);
     const t = data.profile && data.profile.thunks[name];
     if (t) html += "<dt>time</dt><dd>" + t.us.toFixed(2) + " \u00b5s per run (" + (100 * t.us / Math.max(data.profile.run_us, 1e-9)).toFixed(1) + "% of a run)</dd>";
     const share = insideShare(name);
@@ -328,6 +330,28 @@
     return html;
   }
 
+  // The selected instruction's buffer or thunk (its fusion's, for a fused one) in the memory and
+  // profile views: one selection, outlined in every view.
+  function markBars() {
+    const name = state.selected;
+    const info = (name && data.instructions[name]) || {};
+    for (const bar of view.querySelectorAll("g.buffer, g.thunk")) {
+      const names = (bar.dataset.names || bar.dataset.name || "").split(" ");
+      bar.classList.toggle("selected", !!name && (names.includes(name) || (!!info.fusion && names.includes(info.fusion))));
+    }
+  }
+
+  // Where an instruction's buffer lives in the schedule, and the buffers it could not share bytes with.
+  function liveHtml(name) {
+    const m = data.memory;
+    const mine = m && m.buffers.find((b) => b.names.includes(name));
+    if (!mine) return "";
+    const overlap = m.buffers.filter((b) => b !== mine && b.start <= mine.end && mine.start <= b.end).sort((a, b) => b.size - a.size);
+    return "<dt>live</dt><dd>steps " + mine.start + "&ndash;" + mine.end + " of " + m.steps.length + " (" + esc(mine.kind) + ", " + kib(mine.size) +
+      "); could not share bytes with the " + overlap.length + " buffer(s) live at the same time" + (overlap.length ? ", the largest: " +
+      overlap.slice(0, 6).map((b) => nameLink(b.names[0]) + " (" + kib(b.size) + ", steps " + b.start + "&ndash;" + b.end + ")").join(", ") : "") + "</dd>";
+  }
+
   // ---- memory: every buffer the peak counts, over the ENTRY's schedule -------------------------
   const KIND_COLOURS = {parameter: "#ffcc80", constant: "#c5e1a5", output: "#90caf9", external: "#b0bec5", temp: "#ce93d8"};
   function kib(n) { return n >= 1 << 20 ? (n / (1 << 20)).toFixed(1) + " MiB" : n >= 1024 ? (n / 1024).toFixed(1) + " KiB" : n + " B"; }
@@ -353,12 +377,13 @@
       const y = top + r * H, end = Math.min(b.end, steps - 1);
       const label = b.names.map(displayName).join(", ");
       svg += '<text x="' + (left - 6) + '" y="' + (y + 11) + '" font-size="11" text-anchor="end">' + esc(label.length > 30 ? label.slice(0, 29) + "…" : label) + "</text>";
-      svg += '<g class="buffer" data-name="' + esc(b.names[0]) + '"><rect x="' + (left + b.start * W) + '" y="' + y + '" width="' + ((end - b.start + 1) * W - 2) +
+      svg += '<g class="buffer" data-name="' + esc(b.names[0]) + '" data-names="' + esc(b.names.join(" ")) + '"><rect x="' + (left + b.start * W) + '" y="' + y + '" width="' + ((end - b.start + 1) * W - 2) +
         '" height="' + (H - 3) + '" fill="' + (KIND_COLOURS[b.kind] || "#cfd8dc") + '" stroke="' + (b.start <= m.peak_step && m.peak_step <= b.end ? "#e53935" : "none") +
         '"><title>' + esc(label) + " (" + b.kind + "): " + kib(b.size) + ", steps " + b.start + "-" + b.end + "</title></rect></g>";
     });
     svg += "</svg>";
     place("memory: buffers over the schedule", svg);
+    markBars();
     const atPeak = m.buffers.filter((b) => b.start <= m.peak_step && m.peak_step <= b.end).sort((a, b) => b.size - a.size);
     $("details").innerHTML = "<h2>Memory</h2><dl><dt>peak</dt><dd>" + kib(m.peak_bytes) + " (" + m.peak_bytes + " bytes) at step " + m.peak_step +
       ", " + nameLink(m.steps[m.peak_step] || "") + "</dd><dt>temporaries</dt><dd>" + kib(m.temp_bytes) + " in one arena, reused as live ranges allow</dd></dl>" +
@@ -433,6 +458,7 @@
     });
     svg += "</svg>";
     place("profile: the last run's thunks over time", svg);
+    markBars();
     const ranked = Object.entries(p.thunks).sort((a, b) => b[1].us - a[1].us);
     const total = ranked.reduce((sum, [, t]) => sum + t.us, 0) || 1;
     $("details").innerHTML = "<h2>Profile</h2><p class=stat>Mean over " + p.runs + " runs on fake arguments, after two warm-up runs. " +
