@@ -129,6 +129,17 @@ def test_one_tutorial_page_per_notebook(site: Path) -> None:
         for cell in code_cells:  # every code cell is on the page
             first_line = next(line for line in "".join(cell["source"]).splitlines() if line.strip())
             assert first_line in text, f"{source.stem}: code cell starting {first_line!r} is not on the page"
+        assert 'class="nb-output"' in content, f"{source.stem}: the page shows no output of its cells"
+
+
+def test_tutorial_pages_show_what_the_cells_printed_and_drew(site: Path) -> None:
+    """The notebooks ran when the site was built: a printed module, a graph, the explorer."""
+    fusion = (site / "tutorials" / "04_fusion" / "index.html").read_text()
+    assert "kind=kLoop" in html.unescape(fusion) and "<iframe srcdoc=" in fusion  # a module printed, the explorer
+    for stem in ("01_first_jit", "04_fusion", "05_llvm_ir_assembly_ptx", "07_dumps_and_bug_reproduction",
+                 "09_autodiff_as_hlo"):
+        page = (site / "tutorials" / stem / "index.html").read_text()
+        assert "<iframe srcdoc=" in page or "<svg" in page, f"{stem}: no picture"
 
 
 def test_cli_reference_lists_every_subcommand(site: Path) -> None:

@@ -13,54 +13,39 @@ or hand-edited notebook fails here.
 
 from __future__ import annotations
 
-import json
-import os
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
-CELL_TIMEOUT_S = 120
-KERNEL_NAME = "xla-teach-test"
 
 nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (pip install -e '.[test]')")
 nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (pip install -e '.[test]')")
 pytest.importorskip("ipykernel", reason="ipykernel is not installed (pip install -e '.[test]')")
 
 
-def _kernel_manager(kernel_dir: Path):  # type: ignore[no-untyped-def]
-    """A kernel manager whose only kernel runs ``sys.executable`` (not whatever 'python3' means here)."""
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import KernelManager
-
-    spec_dir = kernel_dir / KERNEL_NAME
-    spec_dir.mkdir(parents=True)
-    (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "xla_teach test kernel", "language": "python"}))
-    specs = KernelSpecManager(kernel_dirs=[str(kernel_dir)])
-    return KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
+def _script(name: str) -> ModuleType:
+    """A module of ``scripts/`` (the notebook tools, shared with the documentation build)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    notebook = nbformat.read(path, as_version=4)
-    monkeypatch.delenv("XLA_FLAGS", raising=False)
-    monkeypatch.delenv("XLA_TEACH_DEBUG", raising=False)
-    monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel then draws inline, as in Jupyter
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+def test_notebook_runs(path: Path, tmp_path: Path) -> None:
     workdir = tmp_path / "cwd"
     workdir.mkdir()
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # notebooks' tempfile folders go away with tmp_path
-    client = nbclient.NotebookClient(notebook, km=_kernel_manager(tmp_path / "kernels"), timeout=CELL_TIMEOUT_S,
-                                     resources={"metadata": {"path": str(workdir)}})
-    client.execute()  # raises CellExecutionError, with the failing cell and its traceback
+    notebook = _script("execute_notebooks").execute(path, workdir)  # raises CellExecutionError, with the failing cell and its traceback
     errors = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
               if output.get("output_type") == "error"]
     assert not errors, f"{path.name}: cells produced errors: {errors}"

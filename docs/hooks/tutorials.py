@@ -2,9 +2,15 @@
 
 Each ``notebooks/src/NN_name.py`` (the "percent" source the notebooks are built from,
 see ``scripts/build_notebooks.py``) becomes ``tutorials/NN_name.md``: markdown cells as
-markdown, code cells as Python code blocks (no outputs: run the notebook to see them),
-and a link to download the notebook. The downloadable ``.ipynb`` is built from the same
-source by the same script, so the page and the notebook cannot disagree.
+markdown, code cells as Python code blocks followed by **what they printed and drew**
+(the notebook is run when the site is built, by ``scripts/execute_notebooks.py``, cached
+until the notebook or the package changes), and a link to download the notebook. The
+downloadable ``.ipynb`` is built from the same source by the same script, so the page and
+the notebook cannot disagree.
+
+Outputs: text as a text block, HTML (graphs, tables, the compile explorer in its frame)
+inline, PNG figures as images. Set ``XLA_TEACH_DOCS_OUTPUTS=0`` to build without running
+the notebooks (the pages then say so).
 
 ``tutorials/index.md`` lists them; the nav section
 ``Tutorials`` lists them in order.
@@ -13,10 +19,12 @@ source by the same script, so the page and the notebook cannot disagree.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from hook_utils import add_generated_file, fence, set_nav_entries
 from mkdocs.config.defaults import MkDocsConfig
@@ -29,11 +37,12 @@ PAGE_DIR = "tutorials"
 GENERATOR = "docs/hooks/tutorials.py"
 
 
-def _build_notebooks() -> ModuleType:
-    """``scripts/build_notebooks.py``, which owns the source format."""
-    spec = importlib.util.spec_from_file_location("build_notebooks", ROOT / "scripts" / "build_notebooks.py")
+def _script(name: str) -> ModuleType:
+    """A module of ``scripts/``: ``build_notebooks`` owns the source format, ``execute_notebooks``
+    runs a notebook."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     if spec is None or spec.loader is None:
-        raise PluginError(f"{GENERATOR}: cannot load scripts/build_notebooks.py")
+        raise PluginError(f"{GENERATOR}: cannot load scripts/{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
@@ -46,21 +55,54 @@ def title_of(markdown: str, fallback: str) -> str:
     return match.group(1).strip().replace("`", "") if match else fallback  # nav titles are plain text
 
 
-def tutorial_page(source: Path, cells: list, notebook_name: str) -> str:
-    """The page for one notebook source: its cells, with a download box after the first cell."""
+def _html_block(html: str) -> str:
+    """Raw HTML that Markdown leaves alone: one ``<div>``, no blank line inside it."""
+    lines = [line for line in html.strip().splitlines() if line.strip()]
+    return '<div class="nb-output">\n' + "\n".join(lines) + "\n</div>"
+
+
+def render_outputs(outputs: list[dict[str, Any]]) -> list[str]:
+    """A code cell's outputs as page blocks: text, HTML, images."""
+    blocks: list[str] = []
+    for output in outputs:
+        kind = output.get("output_type")
+        if kind == "stream":
+            blocks.append(fence(str(output.get("text", "")).rstrip("\n"), "text"))
+        elif kind in ("execute_result", "display_data"):
+            data = output.get("data", {})
+            if "text/html" in data:
+                blocks.append(_html_block(str(data["text/html"])))
+            elif "image/svg+xml" in data:
+                blocks.append(_html_block(str(data["image/svg+xml"])))
+            elif "image/png" in data:
+                png = str(data["image/png"]).strip()
+                blocks.append(_html_block(f'<img alt="figure" src="data:image/png;base64,{png}">'))
+            elif "text/plain" in data:
+                blocks.append(fence(str(data["text/plain"]).rstrip("\n"), "text"))
+        elif kind == "error":
+            raise PluginError(f"{GENERATOR}: a notebook cell failed: {output.get('ename')}: {output.get('evalue')}")
+    return blocks
+
+
+def tutorial_page(source: Path, cells: list, notebook_name: str, outputs: list[list[dict[str, Any]]] | None) -> str:
+    """The page for one notebook source: its cells, each code cell followed by its outputs (when
+    the notebook ran: ``outputs[i]`` for cell ``i``), with a download box after the first cell."""
     rel_source = source.relative_to(ROOT).as_posix()
+    shown = ("shows the code with what it printed and drew when the site was built" if outputs is not None else
+             "shows the code without its output (this build did not run the notebooks)")
     download = "\n".join([
         '!!! tip "Run this tutorial"',
         f"    Download the notebook [{notebook_name}]({notebook_name}) and open it in Jupyter, or, in a "
         f"checkout, run `.venv/bin/jupyter lab notebooks/{notebook_name}`. This page is generated from "
-        f"`{rel_source}` and shows the code without its output: the test suite runs every notebook, "
-        "so the code on this page runs.",
+        f"`{rel_source}` and {shown}; the test suite runs every notebook.",
     ])
     parts: list[str] = []
     if not cells or cells[0].kind != "markdown" or not re.match(r"^# ", cells[0].source):
         parts.append(f"# {source.stem}")
     for i, cell in enumerate(cells):
         parts.append(cell.source if cell.kind == "markdown" else fence(cell.source, "python"))
+        if cell.kind == "code" and outputs is not None:
+            parts += render_outputs(outputs[i])
         if i == 0:
             parts.append(download)
     return "\n\n".join(parts) + "\n"
@@ -80,7 +122,8 @@ def index_page(rows: list[tuple[str, str]]) -> str:
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    builder = _build_notebooks()
+    builder = _script("build_notebooks")
+    runner = _script("execute_notebooks") if os.environ.get("XLA_TEACH_DOCS_OUTPUTS", "1") != "0" else None
     sources = builder.sources()
     if not sources:
         raise PluginError(f"{GENERATOR}: no notebook sources in notebooks/src/")
@@ -92,7 +135,13 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         notebook = builder.notebook_text(builder.build_notebook(source))
         add_generated_file(files, config, f"{PAGE_DIR}/{notebook_name}", notebook, GENERATOR)
         page = f"{PAGE_DIR}/{source.stem}.md"
-        add_generated_file(files, config, page, tutorial_page(source, cells, notebook_name), GENERATOR)
+        outputs = None
+        if runner is not None:
+            ran = runner.executed(builder.target_of(source))
+            if len(ran.cells) != len(cells):
+                raise PluginError(f"{GENERATOR}: {notebook_name} is stale (python scripts/build_notebooks.py)")
+            outputs = [list(c.get("outputs", [])) for c in ran.cells]
+        add_generated_file(files, config, page, tutorial_page(source, cells, notebook_name, outputs), GENERATOR)
         first = cells[0].source if cells[0].kind == "markdown" else ""
         title = title_of(first, source.stem)
         nav.append({title: page})

@@ -69,6 +69,16 @@ for stage in ("buffer_assignment_text", "llvm_ir", "optimized_llvm_ir", "assembl
 print(artifacts.llvm_ir)
 
 # %% [markdown]
+# The compile explorer links each instruction to its kernel: click the fusion box and its panel
+# has the LLVM IR of `add_reduce_fusion`, with the HLO line it came from and its buffer (on the
+# GPU, the PTX too). Step to the `fusion` pass on the left to see the three instructions go in.
+
+# %%
+from xla_teach.tools.explorer import explore
+
+explore(cpu)
+
+# %% [markdown]
 # ## 2. After LLVM's optimizations
 #
 # LLVM inlines the wrapper, **vectorizes** the loop (operations on `<N x float>`

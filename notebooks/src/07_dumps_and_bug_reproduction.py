@@ -108,6 +108,16 @@ print()
 print("\n".join(dump_file("ir-no-opt.ll").read_text().splitlines()[:12]), "\n...")
 
 # %% [markdown]
+# The dump's `explorer.html` is one offline page: here it is, as a browser shows it from the
+# folder. (It opens without a network, so it can travel with a bug report.)
+
+# %%
+from xla_teach.tools.explorer import ExplorerPage
+
+explorer_file = dump_file("explorer.html")
+ExplorerPage(explorer_file, explorer_file.read_text())
+
+# %% [markdown]
 # A snapshot is a NumPy `.npz` file: the HLO text, a JSON description, and one array
 # per argument and result. `load_snapshot` reads it back.
 

@@ -33,7 +33,6 @@ import xla_teach.nn as nn
 import xla_teach.numpy as xnp
 from xla_teach.frontend import optimizers
 from xla_teach.frontend.pytree import tree_flatten
-from xla_teach.frontend.tracer import name_scope
 from xla_teach.tools.timeline import EagerProgram, Timeline, trace_runs
 
 digits = load_digits()
@@ -69,8 +68,8 @@ except ImportError:
 #
 # The step takes the parameters, the optimizer state and a batch, and returns the new
 # parameters, the new state and the loss. All of it -- forward, `value_and_grad`,
-# update -- is inside one `xt.jit`. `name_scope("optimizer")` (JAX calls it
-# `named_scope`) only labels the update's instructions, so we can find them below.
+# update -- is inside one `xt.jit`. `xt.named_scope("optimizer")` (JAX's `jax.named_scope`)
+# only labels the update's instructions, so we can find them below.
 
 # %%
 NUM_CLASSES = 10
@@ -85,7 +84,7 @@ def make_step(optimizer):
     @xt.jit
     def train_step(params, opt_state, x, y):
         loss, grads = xt.value_and_grad(loss_fn)(params, x, y)
-        with name_scope("optimizer"):
+        with xt.named_scope("optimizer"):
             params, opt_state = optimizer.update(grads, opt_state, params)
         return params, opt_state, loss
 
@@ -109,7 +108,7 @@ print(f"one module: {hlo.count('HloModule ')}, {len(lowered.module.entry.instruc
 
 # %% [markdown]
 # Every instruction's metadata says which part of the program made it. Sorting them by
-# `op_name` shows the three parts: the forward pass (`jit(train_step)/...`), the
+# `op_name` shows the three parts: the forward pass (`jit(train_step)/jvp(loss_fn)/...`), the
 # backward pass (`jit(train_step)/transpose(jvp(loss_fn))/...`, notebook 09 reads it
 # in detail) and the update (`jit(train_step)/optimizer/...`).
 

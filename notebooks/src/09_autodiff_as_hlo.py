@@ -17,8 +17,9 @@
 #    primitive's **transpose rule** (its vector-Jacobian product) turns the cotangent of
 #    its output into cotangents of its inputs -- by emitting more HLO instructions.
 #
-# JAX names that backward part `transpose(jvp(f))` -- the transpose of the linearized
-# (JVP) function -- and so does xla_teach, in every instruction's metadata.
+# JAX names the forward part `jvp(f)` and the backward part `transpose(jvp(f))` -- the
+# transpose of the linearized (JVP) function -- and so does xla_teach, in every
+# instruction's metadata. The compile explorer groups the module by these names.
 
 # %%
 import numpy as np
@@ -134,6 +135,15 @@ gw, gb = grad_layer(w, xs, b)
 dy = 1.0 - np.tanh(xs @ w + b) ** 2
 print("dL/dw matches x^T @ (1 - tanh^2):", np.allclose(gw, xs.T @ dy, atol=1e-6))
 print("dL/db matches sum over the batch :", np.allclose(gb, dy.sum(axis=0), atol=1e-6))
+
+# %% [markdown]
+# The same gradient in the **compile explorer**: its graph groups the module by `op_name`, so
+# the forward pass `jvp(layer_loss)` and the backward pass `transpose(jvp(layer_loss))` are
+# boxes (click one to open it); click the backward `dot` for the Python line it came from, or
+# step through the passes on the left to watch forward and backward instructions fuse together.
+
+# %%
+layer_lowered.compile().explore()
 
 # %% [markdown]
 # ## 4. Comparing with finite differences
