@@ -3,7 +3,7 @@ installed), measured side by side in one process.
 
     .venv/bin/python benchmarks/cpu_benchmark.py [--quick]
 
-Programs (the goals of issue 6): the seeds' reduce_sum(x + y*z) at 2^24 f32 elements (also as a
+Programs: the reduce_sum(x + y*z) at 2^24 f32 elements (also as a
 fraction of the machine's copy bandwidth: bytes read / time), a row softmax 4096x1024, a
 1024x1024x1024 matmul, sin over 2^22 f32, and jit-compiled training steps of softmax regression and a 2-layer MLP
 against hand-written NumPy (with the MLP step's compile time).

@@ -10,7 +10,7 @@ What it prints, one table:
 * the device's copy bandwidth (a device-to-device copy of N bytes moves 2N bytes: read + write);
 * launch overhead: one tiny kernel launched back to back (GPU time per launch, CUDA events) and one
   tiny compiled program run end to end from the host (host time per call);
-* for each program (the seeds' reduce_sum(x + y*z) at 2^26 f32, a row softmax, a matmul, an MLP
+* for each program (the reduce_sum(x + y*z) at 2^26 f32, a row softmax, a matmul, an MLP
   training step, a layer norm and attention): xla_teach's time, its GPU time, the bytes it must
   move (inputs once, outputs once) over its GPU time as a fraction of copy bandwidth, XLA's time
   on the same HLO, XLA/xla_teach (goal >= 0.8x), and the largest difference between the results.

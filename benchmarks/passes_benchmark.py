@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/passes_benchmark.py [--samples ../shared/samples]
 
-1. For the seeds' example ``sum(x + y*z)`` and a 2-layer MLP training step (loss, gradients by
+1. For the example ``sum(x + y*z)`` and a 2-layer MLP training step (loss, gradients by
    ``value_and_grad`` and the SGD update in one ``xla_teach.jit`` module, the shapes of
    ``training_steps.py``): the kernels as lowered, just before fusion (after the simplification
    passes) and after the whole CPU pipeline; and the temporary bytes the module needs with one
@@ -107,7 +107,7 @@ def program_report(name: str, lowered: HloModule) -> ProgramReport:
 
 
 def seed_module(n: int = 1024) -> HloModule:
-    """The seeds' ``sum(x + y*z)`` on three f32[n] (n = 1024 as in XLA's dump of it)."""
+    """The example ``sum(x + y*z)`` on three f32[n] (n = 1024 as in XLA's dump of it)."""
     x = np.zeros(n, np.float32)
     lowered = xla_teach.jit(lambda x, y, z: xnp.sum(x + y * z)).lower(x, x, x)
     return xla_teach.parse_hlo(lowered.as_text("hlo"))

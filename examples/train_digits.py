@@ -1,6 +1,6 @@
-"""Train a handwritten-digit classifier with xla_teach: the seeds' MNIST tutorial, re-told.
+"""Train a handwritten-digit classifier with xla_teach: the classic MNIST tutorial, re-told.
 
-The seeds' tutorial trains softmax regression on MNIST with a ``jit_compile=True``
+The classic tutorial trains softmax regression on MNIST with a ``jit_compile=True``
 training step. Here the images are scikit-learn's digits (1797 real 8x8 handwritten
 digits that ship inside the package, so nothing is downloaded), and the step is an
 ``xla_teach.jit`` function: the forward pass, the gradient (``value_and_grad``, itself

@@ -1,4 +1,4 @@
-"""README.md's section "The seeds' model_fn at two stages" shows real output.
+"""README.md's section "model_fn at two stages" shows real output.
 
 The section holds a Python block and the two HLO texts it prints; the block is run
 as ``model_fn.py`` (the file name appears in the metadata) and what it prints must
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTION = "## The seeds' model_fn at two stages"
+SECTION = "## model_fn at two stages"
 
 
 def test_model_fn_section_matches_what_the_code_prints(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""examples/train_digits.py: the seeds' MNIST tutorial on scikit-learn's real digits.
+"""examples/train_digits.py: the MNIST-style tutorial on scikit-learn's real digits.
 
 Trained small (a few epochs, softmax regression mostly), it must reach 0.90 test
 accuracy with every optimizer, compile its step once, compute the same step as

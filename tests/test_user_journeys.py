@@ -167,7 +167,7 @@ def test_train_digits_on_gpu_without_one_says_so(capsys: pytest.CaptureFixture[s
 
 @pytest.mark.gpu
 def test_train_digits_on_the_gpu_learns_as_on_the_cpu(capsys: pytest.CaptureFixture[str]) -> None:
-    """The seeds' training example, every step compiled for and run on the device."""
+    """The MNIST-style training example, every step compiled for and run on the device."""
     from xla_teach.backends.gpu.runtime import device_available
 
     if not device_available():

@@ -1,4 +1,4 @@
-"""The main job (``make demo``): the seeds' example ``reduce_sum(x + y*z)`` through the whole compiler.
+"""The main job (``make demo``): the example ``reduce_sum(x + y*z)`` through the whole compiler.
 
 1. build the HLO with the XlaBuilder, as a front end would, and print it;
 2. compile it for the CPU -- every pass recorded -- and print the optimized HLO: the multiply, add

@@ -3,7 +3,7 @@
 # %% [markdown]
 # # 08 · Training a digit classifier with a jit-compiled step
 #
-# The seeds' tutorial trains **softmax regression** on MNIST with a training step
+# The classic first tutorial trains **softmax regression** on MNIST with a training step
 # compiled by XLA (`tf.function(jit_compile=True)`). We re-tell it with real
 # handwritten digits that ship inside scikit-learn (1797 images of 8x8 pixels, loaded
 # offline) and with `xla_teach.jit`.

@@ -189,7 +189,7 @@ for path in sorted(dump_dir.iterdir()):
         print(path.name)
 
 # %% [markdown]
-# ## The seeds' MNIST comparison
+# ## The MNIST comparison
 #
 # One SGD step of a two-layer MLP, written op by op (forward, hand-written gradients,
 # update), on synthetic data; a `PyFunc` logs the loss and an `AsString` makes a

@@ -1,4 +1,4 @@
-"""The seeds' MNIST comparison: auto_jit=2 launches fewer kernels and computes the same step."""
+"""The MNIST comparison: auto_jit=2 launches fewer kernels and computes the same step."""
 
 from __future__ import annotations
 

@@ -186,3 +186,21 @@ def test_replace_instruction_refuses_another_shape_as_xla_does() -> None:
     same = HloInstruction("exponential", n.shape, [comp.instruction("p")])
     comp.replace_instruction(n, same)
     assert root.operand(0) is same and "n" not in {i.name for i in comp.instructions}
+
+
+def test_replace_instruction_removes_what_became_unused_and_keeps_the_layout() -> None:
+    """As XLA's ReplaceInstruction: reshape(reshape(x)) -> reshape(x) leaves no inner reshape,
+    and a replacement that already exists in another layout is read through a copy."""
+    module = parse_hlo("HloModule m\nENTRY e {\n  p = f32[2,3]{1,0} parameter(0)\n"
+                       "  r1 = f32[3,2]{1,0} reshape(p)\n  r2 = f32[6]{0} reshape(r1)\n"
+                       "  ROOT n = f32[6]{0} negate(r2)\n}\n")
+    comp = module.entry
+    direct = HloInstruction("reshape", comp.instruction("r2").shape, [comp.instruction("p")])
+    assert comp.replace_instruction(comp.instruction("r2"), direct) is direct
+    assert [i.name for i in comp.instructions if i.opcode == "reshape"] == [direct.name]  # r1 went with r2
+    module = parse_hlo("HloModule m\nENTRY e {\n  p = f32[2,3]{0,1} parameter(0)\n"
+                       "  n = f32[2,3]{1,0} negate(p)\n  ROOT a = f32[2,3]{1,0} abs(n)\n}\n")
+    comp = module.entry
+    kept = comp.replace_instruction(comp.instruction("n"), comp.instruction("p"))
+    assert kept.opcode == "copy" and kept.shape == comp.root.shape and comp.root.operand(0) is kept
+    assert comp.instruction("p").shape.layout != kept.shape.layout

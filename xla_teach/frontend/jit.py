@@ -15,7 +15,7 @@ the arguments, each array's shape and dtype (and whether it is a weakly typed Py
 scalar), the values of the static arguments, the backend and the flags
 (``xla_teach.flags.current()``: changing e.g. ``xla_disable_hlo_passes`` recompiles).
 Every compilation is logged to the ``xla_teach.jit`` logger and kept in
-``f.compile_log`` with the reason -- the seeds' ``recompiled_on_launch``.
+``f.compile_log`` with the reason (why it recompiled on this call).
 
 ``jit(f, donate_argnums=0)`` donates the first argument, as in JAX: each of its arrays
 is paired with the first not-yet-paired output of the same shape and dtype, the pair

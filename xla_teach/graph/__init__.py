@@ -1,6 +1,6 @@
 """Graphs of named ops, run op by op or auto-clustered for XLA (TensorFlow's ``tf_xla_auto_jit``).
 
-The second door into XLA in the seeds' story: instead of ``jit``-ing a function,
+The second way into XLA, TensorFlow's: instead of ``jit``-ing a function,
 the framework itself finds the subgraphs XLA can compile and runs the rest op by
 op. One idea per module, in the order a graph flows through them:
 
@@ -15,7 +15,7 @@ op. One idea per module, in the order a graph flows through them:
 * :mod:`~xla_teach.graph.executor` -- the op-by-op executor (one kernel + one timeline event per op);
 * :mod:`~xla_teach.graph.session` -- ``Session``: prune, cluster, run;
 * :mod:`~xla_teach.graph.graph_dump` -- GraphDef text and Graphviz with clusters as boxes;
-* :mod:`~xla_teach.graph.mnist_example` -- the seeds' MNIST-style training step.
+* :mod:`~xla_teach.graph.mnist_example` -- an MNIST-style training step as a graph.
 """
 
 from xla_teach.graph import ops  # noqa: F401

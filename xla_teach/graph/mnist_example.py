@@ -1,4 +1,4 @@
-"""The seeds' MNIST example as a graph: one SGD step of a two-layer MLP, written op by op.
+"""An MNIST-style example as a graph: one SGD step of a two-layer MLP, written op by op.
 
 TensorFlow's XLA tutorial trains a small MNIST classifier and compares the
 timeline of the plain run with ``--tf_xla_auto_jit=2``: the eager run launches one

@@ -281,19 +281,46 @@ class HloComputation:
         self.instructions.remove(instr)
         instr.parent = None
 
-    def replace_instruction(self, old: HloInstruction, new: HloInstruction) -> None:
-        """Redirect all uses of ``old`` to ``new`` (adding ``new`` if needed), remove ``old``.
+    def remove_instruction_and_unused_operands(self, instr: HloInstruction) -> None:
+        """Remove ``instr`` and, recursively, the operands nothing else reads any more (XLA's
+        ``RemoveInstructionAndUnusedOperands``). Parameters, the root, instructions with side
+        effects and instructions that order others (control dependencies) are kept."""
+        ordering = {p.unique_id for i in self.instructions for p in i.control_predecessors}
+        stack = [instr]
+        while stack:
+            cur = stack.pop()
+            if (cur.parent is not self or cur.users or cur.is_root() or cur.opcode == "parameter"
+                    or cur.has_side_effect() or cur.unique_id in ordering or cur.control_predecessors):
+                continue
+            operands = list(dict.fromkeys(cur.operands))
+            self.remove_instruction(cur)
+            stack.extend(operands)
 
-        As XLA's ``ReplaceInstruction``, the two must have compatible shapes (the same type and
-        dimensions; layouts may differ). Passes use :func:`xla_teach.passes.rewrite_utils.replace_instruction`,
-        which also removes the operands left unused and keeps ``old``'s layout."""
+    def replace_instruction(self, old: HloInstruction, new: HloInstruction) -> HloInstruction:
+        """Make every user of ``old`` (and the root slot) read ``new``, then remove ``old`` with
+        the operands that became unused, as XLA's ``ReplaceInstruction`` does: a rewrite such as
+        ``reshape(reshape(x)) -> reshape(x)`` leaves nothing behind for ``dce``.
+
+        The two must have compatible shapes (the same type and dimensions). ``new`` is added to
+        the computation when it is in none. Layouts are physical, so the replacement keeps
+        ``old``'s: a fresh ``new`` takes it; an existing one with another layout is read through
+        a ``copy`` (what XLA's layout assignment would insert). Returns what replaced ``old``:
+        ``new`` or that copy."""
         if not old.shape.compatible(new.shape):
             raise ValueError(f"cannot replace {old.name} ({old.shape}) by {new.name} ({new.shape}): shapes differ")
         if new.parent is None:
             self.add_instruction(new)
+        elif new.parent is not self:
+            raise ValueError(f"cannot replace {old.name} by {new.name}: it is in computation {new.parent.name}")
+        if old.shape.is_array and new.shape != old.shape:
+            if not new.users and not new.is_root() and new.opcode != "parameter":
+                new.shape = old.shape  # fresh: it takes the layout
+            else:
+                new = self.add_instruction(HloInstruction("copy", old.shape, [new]))
         old.replace_all_uses_with(new)
         if old.opcode != "parameter":
-            self.remove_instruction(old)
+            self.remove_instruction_and_unused_operands(old)
+        return new
 
     # ---- queries --------------------------------------------------------------------
     @property

@@ -1,12 +1,7 @@
-"""Small helpers the simplifier passes share: making instructions, reading constants,
-and replacing an instruction the way XLA's ``HloComputation::ReplaceInstruction`` does.
-
-XLA's ``ReplaceInstruction(old, new)`` redirects every use of ``old`` to ``new`` and then
-removes ``old`` *together with the operands that became unused* (unless they are
-parameters or have side effects). The passes here do the same through
-:func:`replace_instruction`, so a rewrite such as ``reshape(reshape(x)) -> reshape(x)``
-does not leave the inner reshape behind for ``dce`` to collect.
-"""
+"""Small helpers the passes share: making instructions and constants, reading constants,
+side effects, permutations, callers. Replacing an instruction is the computation's own
+``comp.replace_instruction(old, new)`` (XLA's ``ReplaceInstruction``: it also removes the
+operands that became unused and keeps the layout)."""
 
 from __future__ import annotations
 
@@ -101,61 +96,6 @@ def has_side_effect_recursive(instr: HloInstruction, _seen: set[int] | None = No
             if any(has_side_effect_recursive(i, seen) for i in comp.instructions):
                 return True
     return False
-
-
-def remove_if_unused(comp: HloComputation, instr: HloInstruction) -> None:
-    """Remove ``instr`` and, recursively, operands nothing else reads any more.
-
-    Parameters, roots, side-effecting instructions and instructions that order others
-    (control predecessors) are kept, as XLA's ``RemoveInstructionAndUnusedOperands`` does.
-    """
-    ordering = {p.unique_id for i in comp.instructions for p in i.control_predecessors}
-    stack = [instr]
-    while stack:
-        cur = stack.pop()
-        if (cur.parent is not comp or cur.users or cur.is_root() or cur.opcode == "parameter"
-                or cur.has_side_effect() or cur.unique_id in ordering or cur.control_predecessors):
-            continue
-        operands = list(dict.fromkeys(cur.operands))
-        comp.remove_instruction(cur)
-        stack.extend(operands)
-
-
-def _keep_layout(old: HloInstruction, new: HloInstruction) -> HloInstruction:
-    """``new``, or something equal to it with ``old``'s layout.
-
-    Layouts are physical: backends read a value in the layout its shape declares, and
-    the ENTRY result must come out in the layout the caller expects. So a replacement
-    keeps the replaced instruction's layout: a freshly made instruction simply takes it;
-    an existing one with another layout is read through a ``copy`` (what XLA's layout
-    assignment would insert).
-    """
-    if not old.shape.is_array or new.shape == old.shape:
-        return new
-    fresh = not new.users and not new.is_root() and new.opcode != "parameter"
-    if fresh:
-        new.shape = old.shape
-        return new
-    comp = old.parent
-    assert comp is not None
-    return add_instruction(comp, "copy", [new], shape=old.shape)
-
-
-def replace_instruction(old: HloInstruction, new: HloInstruction) -> HloInstruction:
-    """Make every user of ``old`` (and the root slot) read ``new``; then remove ``old`` and
-    its operands that became unused. ``new`` must already be in the computation.
-
-    Returns what replaced ``old``: ``new``, or a ``copy`` of it when ``new`` is an existing
-    instruction with a different layout (see :func:`_keep_layout`).
-    """
-    comp = old.parent
-    assert comp is not None and new.parent is comp, "both instructions must be in the same computation"
-    if not old.shape.compatible(new.shape):
-        raise ValueError(f"cannot replace {old.name} ({old.shape}) by {new.name} ({new.shape}): shapes differ")
-    new = _keep_layout(old, new)
-    old.replace_all_uses_with(new)
-    remove_if_unused(comp, old)
-    return new
 
 
 def inverse_permutation(perm: Sequence[int]) -> tuple[int, ...]:

@@ -140,4 +140,4 @@ register("diff", "compare two compilations: passes, fusions, kernels, peak memor
          _configure_diff, _run_diff)
 register("explore", "write the compile explorer of a module or a dump folder (one offline HTML page)",
          _configure_explore, _run_explore)
-register("demo", "the seeds' reduce_sum(x + y*z) through the whole compiler (make demo)", _configure_demo, _run_demo)
+register("demo", "the example reduce_sum(x + y*z) through the whole compiler (make demo)", _configure_demo, _run_demo)

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from xla_teach.hlo.ir import HloComputation
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import add_instruction, replace_instruction
+from xla_teach.passes.rewrite_utils import add_instruction
 
 
 class AllReduceSplitter(HloPass):
@@ -63,6 +63,6 @@ class AllReduceSplitter(HloPass):
             gathered = add_instruction(comp, "tuple", parts, shape=instr.shape)
             self.note(f"{instr.name}: variadic all-reduce of {len(parts)} operands -> {len(parts)} all-reduces")
             name = instr.name
-            replace_instruction(instr, gathered).name = name
+            comp.replace_instruction(instr, gathered).name = name
             changed = True
         return changed

@@ -63,13 +63,7 @@ from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import (
-    add_constant,
-    add_instruction,
-    broadcast_scalar,
-    has_side_effect_recursive,
-    replace_instruction,
-)
+from xla_teach.passes.rewrite_utils import add_constant, add_instruction, broadcast_scalar, has_side_effect_recursive
 
 # Opcodes whose called computations run per element, inside another op's kernel.
 EMBEDDING_OPCODES = frozenset({"map", "reduce", "reduce-window", "scatter", "select-and-scatter", "sort",
@@ -145,4 +139,4 @@ class ConditionalToSelect(HloPass):
                 value = _select(comp, is_k, results[k], value)
         self.note(f"{comp.name}/{cond.name}: {len(branches)} branches computed, select keeps one")
         name = cond.name
-        replace_instruction(cond, value).name = name
+        comp.replace_instruction(cond, value).name = name

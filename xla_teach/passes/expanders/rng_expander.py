@@ -75,7 +75,7 @@ from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import add_constant, add_instruction, replace_instruction
+from xla_teach.passes.rewrite_utils import add_constant, add_instruction
 from xla_teach.passes.simplifiers.call_inliner import inline_call
 from xla_teach.passes.simplifiers.dce import remove_dead_instructions, remove_unreachable_computations
 
@@ -211,7 +211,7 @@ class _Expansion:
         for user in self.comp.instructions:
             if self.rng in user.control_predecessors:
                 user.control_predecessors[user.control_predecessors.index(self.rng)] = self.state
-        result = replace_instruction(self.rng, self._convert(result, self.etype, "sample"))
+        result = self.comp.replace_instruction(self.rng, self._convert(result, self.etype, "sample"))
         self.comp.remove_instruction(self.rng)  # an rng has a side effect: nothing removes it for us
         result.name = name  # the value keeps its name, so the users' text reads as before
         return self.state

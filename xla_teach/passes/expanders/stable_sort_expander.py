@@ -67,7 +67,7 @@ from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import add_instruction, replace_instruction
+from xla_teach.passes.rewrite_utils import add_instruction
 
 
 def ties_are_indistinguishable(sort: HloInstruction) -> bool:
@@ -143,12 +143,12 @@ class StableSortExpander(HloPass):
                   f"{operands[index_operand].name} ({comparator.name})")
         name, old_comparator = sort.name, sort.to_apply
         if len(operands) == sort.operand_count:  # reused an iota: same results
-            replace_instruction(sort, new_sort).name = name
+            comp.replace_instruction(sort, new_sort).name = name
         else:
             parts = [add_instruction(comp, "get-tuple-element", [new_sort], {"index": i})
                      for i in range(sort.operand_count)]
             result = parts[0] if not sort.shape.is_tuple else add_instruction(comp, "tuple", parts)
-            replace_instruction(sort, result).name = name
+            comp.replace_instruction(sort, result).name = name
         if not any(old_comparator in i.called_computations() for c in module.computations for i in c.instructions):
             module.remove_computation(old_comparator)
 

@@ -47,7 +47,7 @@ from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import add_instruction, replace_instruction
+from xla_teach.passes.rewrite_utils import add_instruction
 
 
 class TopkDecomposer(HloPass):
@@ -91,7 +91,7 @@ class TopkDecomposer(HloPass):
         self.note(f"{topk.name}: topk k={k} -> stable sort of {operand.shape.dimensions[last]} "
                   f"{'largest' if largest else 'smallest'} first, then slice [0:{k}]")
         name = topk.name
-        replace_instruction(topk, result).name = name  # users' text reads as before
+        comp.replace_instruction(topk, result).name = name  # users' text reads as before
 
 
 def _add_comparator(module: HloModule, etype: PrimitiveType, largest: bool) -> HloComputation:

@@ -40,7 +40,7 @@ from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.hlo.literal import LiteralValue
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import add_instruction, replace_instruction
+from xla_teach.passes.rewrite_utils import add_instruction
 
 
 class TupleConstantSplitter(HloPass):
@@ -67,7 +67,7 @@ class TupleConstantSplitter(HloPass):
         self.note(f"{constant.name}: tuple constant {constant.shape.to_text(print_layout=False)} -> "
                   f"{leaves} array constant(s) in {len(made) - leaves} tuple(s)")
         name = constant.name
-        replace_instruction(constant, result).name = name  # users' text reads as before
+        comp.replace_instruction(constant, result).name = name  # users' text reads as before
 
 
 def _build(comp: HloComputation, value: LiteralValue, shape: Shape, elided: bool,

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import replace_instruction
 from xla_teach.passes.simplifiers.dce import remove_unreachable_computations
 
 
@@ -56,7 +55,7 @@ def defuse(fusion: HloInstruction) -> dict[str, str]:
         comp.add_instruction(copy, instr.name)
         copies[instr.unique_id] = copy
         names[instr.name] = copy.name
-    replace_instruction(fusion, copies[fusion.fused_computation.root.unique_id])
+    comp.replace_instruction(fusion, copies[fusion.fused_computation.root.unique_id])
     return names
 
 

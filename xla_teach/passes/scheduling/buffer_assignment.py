@@ -213,7 +213,7 @@ def times_read(ba: BufferAssignment, instr: HloInstruction, value: HloValue) -> 
     return sum(ba.value(op, idx) is value for op in instr.operands for idx in op.shape.leaf_indices())
 
 
-def assign_buffers(comp: HloComputation, is_entry: bool) -> BufferAssignment:
+def assign_buffers(comp: HloComputation) -> BufferAssignment:
     order = list(comp.instructions) if comp.parent and comp.parent.is_scheduled else comp.post_order()
     ba = BufferAssignment(comp, order)
     position = {i.unique_id: n for n, i in enumerate(order)}
@@ -368,7 +368,7 @@ class ModuleBufferAssignment:
         self.module = module
         self.computations: dict[str, BufferAssignment] = {}
         for comp in sequential_computations(module):
-            self.computations[comp.name] = assign_buffers(comp, comp is module.entry)
+            self.computations[comp.name] = assign_buffers(comp)
 
     def __getitem__(self, comp: HloComputation) -> BufferAssignment:
         return self.computations[comp.name]

@@ -82,7 +82,6 @@ from __future__ import annotations
 from xla_teach.hlo.ir import HloComputation
 from xla_teach.hlo.opcodes import is_elementwise
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import replace_instruction
 from xla_teach.passes.simplifiers.algsimp_rules_arith import ARITH_RULES
 from xla_teach.passes.simplifiers.algsimp_rules_base import Rule
 from xla_teach.passes.simplifiers.algsimp_rules_reduce_dot import REDUCE_DOT_RULES
@@ -133,7 +132,7 @@ class AlgebraicSimplifier(HloPass):
                     raise AssertionError(f"algsimp rule '{r.name}' changed the shape of {instr.name}: "
                                          f"{instr.shape} -> {replacement.shape}")
                 self.note(f"{comp.name}: {instr.name} -> {replacement.name} [{r.name}]")
-                replace_instruction(instr, replacement)
+                comp.replace_instruction(instr, replacement)
                 fired = True
                 break
         return fired

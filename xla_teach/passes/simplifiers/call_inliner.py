@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import replace_instruction
 from xla_teach.passes.simplifiers.dce import remove_unreachable_computations
 
 
@@ -54,7 +53,7 @@ def inline_call(call: HloInstruction) -> HloInstruction:
         clone.control_predecessors = [mapping[p.unique_id] for p in instr.control_predecessors]
         mapping[instr.unique_id] = clone
     root = mapping[callee.root.unique_id]
-    replace_instruction(call, root)
+    comp.replace_instruction(call, root)
     return root
 
 

@@ -47,7 +47,7 @@ import numpy as np
 from xla_teach.hlo.evaluator import EvaluationError, evaluate_instruction
 from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import has_side_effect_recursive, replace_instruction
+from xla_teach.passes.rewrite_utils import has_side_effect_recursive
 
 DEFAULT_MAX_ELEMENTS = 1 << 20  # about a million elements (4 MiB of f32)
 XLA_MAX_ELEMENTS = 45 * 1000 * 1000  # XLA's kMaximumConstantSizeElements
@@ -114,6 +114,6 @@ class ConstantFolding(HloPass):
             folded = HloInstruction("constant", instr.shape, attrs={"literal": literal})
             comp.add_instruction(folded, "constant")
             self.note(f"{comp.name}: folded {instr.name} ({instr.opcode}) into {folded.name}")
-            replace_instruction(instr, folded)
+            comp.replace_instruction(instr, folded)
             changed = True
         return changed

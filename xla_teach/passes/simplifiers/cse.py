@@ -47,11 +47,7 @@ import numpy as np
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import (
-    COMMUTATIVE_OPCODES,
-    has_side_effect_recursive,
-    replace_instruction,
-)
+from xla_teach.passes.rewrite_utils import COMMUTATIVE_OPCODES, has_side_effect_recursive
 
 
 def _freeze(value: Any) -> Hashable:
@@ -111,6 +107,6 @@ class CommonSubexpressionElimination(HloPass):
                 seen[key] = instr
                 continue
             self.note(f"{comp.name}: {instr.name} is the same as {first.name}")
-            replace_instruction(instr, first)
+            comp.replace_instruction(instr, first)
             merged += 1
         return merged > 0

@@ -43,12 +43,7 @@ from __future__ import annotations
 from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.hlo.opcodes import is_elementwise
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import (
-    add_instruction,
-    broadcast_scalar,
-    inverse_permutation,
-    replace_instruction,
-)
+from xla_teach.passes.rewrite_utils import add_instruction, broadcast_scalar, inverse_permutation
 
 _REARRANGES = ("reshape", "transpose")
 _NOT_MOVED = frozenset({"rng", "bitcast-convert", "copy"})
@@ -119,6 +114,6 @@ class ReshapeMover(HloPass):
                 after = add_instruction(comp, "transpose", [moved], {"dimensions": rearrange.dimensions})
             self.note(f"{comp.name}: moved {rearrange.opcode} {rearrange.name} below {instr.name} "
                       f"(now {after.name} of {moved.name})")
-            replace_instruction(instr, after)
+            comp.replace_instruction(instr, after)
             changed = True
         return changed

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import replace_instruction
 
 _SIDES = (("lhs_batch_dims", "lhs_contracting_dims"), ("rhs_batch_dims", "rhs_contracting_dims"))
 
@@ -76,6 +75,6 @@ class TransposeFolding(HloPass):
             comp.add_instruction(folded)
             names = " and ".join(instr.operand(i).name for i in sides)
             self.note(f"{comp.name}: folded {names} into {folded.name}")
-            replace_instruction(instr, folded)
+            comp.replace_instruction(instr, folded)
             changed = True
         return changed

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import replace_instruction
 
 
 def _repacked_tuple(tup: HloInstruction) -> HloInstruction | None:
@@ -75,6 +74,6 @@ class TupleSimplifier(HloPass):
             if replacement is None or (not instr.users and not instr.is_root()):
                 continue
             self.note(f"{comp.name}: {instr.name} is just {replacement.name}")
-            replace_instruction(instr, replacement)
+            comp.replace_instruction(instr, replacement)
             changed = True
         return changed

@@ -85,7 +85,7 @@ from __future__ import annotations
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import add_instruction, remove_if_unused
+from xla_teach.passes.rewrite_utils import add_instruction
 from xla_teach.passes.simplifiers.while_loop_utils import (
     rebuild_loop,
     set_state_shape,
@@ -179,9 +179,9 @@ class WhileLoopInvariantCodeMotion(HloPass):
             carried.append(read)
         old_root = body.root
         body.root_instruction = add_instruction(body, "tuple", list(old_root.operands) + carried)
-        remove_if_unused(body, old_root)
+        body.remove_instruction_and_unused_operands(old_root)
         for h in reversed(worth):
-            remove_if_unused(body, h)
+            body.remove_instruction_and_unused_operands(h)
         identity = {i: i for i in range(old_count)}
         rebuild_loop(loop, state + [outside[h.unique_id] for h in live_in], identity)
         names = ", ".join(h.name for h in worth)

@@ -77,7 +77,7 @@ from xla_teach.hlo.evaluator import TOKEN, EvaluationError, evaluate_computation
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import add_instruction, remove_if_unused, replace_instruction
+from xla_teach.passes.rewrite_utils import add_instruction
 from xla_teach.passes.simplifiers.dce import remove_dead_instructions
 from xla_teach.passes.simplifiers.while_loop_utils import (
     rebuild_loop,
@@ -160,7 +160,7 @@ class WhileLoopSimplifier(HloPass):
                     continue
                 if instr.shape.is_tuple and never_runs(instr):
                     self.note(f"{comp.name}: {instr.name} never runs; replaced by its initial state")
-                    replace_instruction(instr, instr.operand(0))
+                    comp.replace_instruction(instr, instr.operand(0))
                     changed = True
                 elif simple_loop(instr) and not instr.is_root():
                     changed |= self.remove_dead_elements(instr)
@@ -181,7 +181,7 @@ class WhileLoopSimplifier(HloPass):
         # Body: the root keeps the live elements; what computed the dead ones becomes dead code.
         old_root = body.root
         body.root_instruction = add_instruction(body, "tuple", [old_root.operand(i) for i in keep])
-        remove_if_unused(body, old_root)
+        body.remove_instruction_and_unused_operands(old_root)
         remove_dead_instructions(body)
         for comp in (body, loop.attrs["condition"]):
             set_state_shape(comp, new_shape)
@@ -191,7 +191,7 @@ class WhileLoopSimplifier(HloPass):
         state = state_elements(comp, loop.operand(0))
         rebuild_loop(loop, [state[i] for i in keep], index_map)
         for i in sorted(set(range(count)) - live):
-            remove_if_unused(comp, state[i])
+            comp.remove_instruction_and_unused_operands(state[i])
         dead = sorted(set(range(count)) - live)
         self.note(f"{body.name}: removed dead loop state element(s) {dead} of {loop.name}")
         return True

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.hlo.shape import Shape
-from xla_teach.passes.rewrite_utils import add_instruction, callers, remove_if_unused
+from xla_teach.passes.rewrite_utils import add_instruction, callers
 
 
 def simple_loop(loop: HloInstruction) -> bool:
@@ -71,7 +71,7 @@ def rebuild_loop(loop: HloInstruction, new_state: Sequence[HloInstruction],
         elements = [add_instruction(comp, "get-tuple-element", [new_loop], {"index": index_map[i]})
                     for i in range(old_count)]
         loop.replace_all_uses_with(add_instruction(comp, "tuple", elements))
-    remove_if_unused(comp, loop)
+    comp.remove_instruction_and_unused_operands(loop)
     return new_loop
 
 

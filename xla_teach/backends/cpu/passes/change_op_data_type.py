@@ -38,7 +38,7 @@ from __future__ import annotations
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import add_instruction, replace_instruction
+from xla_teach.passes.rewrite_utils import add_instruction
 
 F32, F64 = PrimitiveType.F32, PrimitiveType.F64
 
@@ -83,4 +83,4 @@ class ChangeOpDataType(HloPass):
                   f"{'/'.join(o.shape.element_type.name.lower() for o in instr.operands)} -> computed in "
                   f"{wide.name.lower()}")
         name = instr.name
-        replace_instruction(instr, result).name = name
+        comp.replace_instruction(instr, result).name = name
