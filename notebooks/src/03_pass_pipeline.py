@@ -222,14 +222,16 @@ class AddNegateToSubtract(HloPass):
                     continue
                 subtract = HloInstruction("subtract", instr.shape, [a, b.operand(0)])
                 subtract.copy_side_info_from(instr)  # keep metadata (op_name, source line)
-                comp.replace_instruction(instr, subtract)
                 self.note(f"{comp.name}: {instr.name} = add({a.name}, negate({b.operand(0).name})) -> subtract")
+                # As XLA's ReplaceInstruction: users of the add now read the subtract, and the add
+                # goes, with the negate if nothing else reads it any more.
+                comp.replace_instruction(instr, subtract)
                 changed = True
         return changed
 
 
 # Run it alone on a copy of the module first: a pass is just a function of a module.
-# The `negate` is left behind with no users; removing it is DCE's job, not ours.
+# The `negate` went with the `add`: `replace_instruction` removes what became unused.
 copy = module.clone()
 print("changed:", AddNegateToSubtract().run(copy))
 for instr in copy.entry.instructions:
@@ -238,8 +240,7 @@ for instr in copy.entry.instructions:
 
 # %% [markdown]
 # Now insert it into the CPU pipeline, inside the `simplification` fixed point just
-# before `algsimp` (so `dce` in the same round removes the `negate` left unused),
-# and compile with that pipeline. `compile_on` from the tools replaces the
+# before `algsimp`, and compile with that pipeline. `compile_on` from the tools replaces the
 # backend's HLO passes with the pipeline you give it; code generation is unchanged.
 
 # %%

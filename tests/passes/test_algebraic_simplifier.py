@@ -497,3 +497,14 @@ def test_notes_name_the_rule_that_fired() -> None:
     simplifier = AlgebraicSimplifier()
     simplifier.run(module)
     assert any("reverse(reverse(x)) -> x" in n for n in simplifier.notes)
+
+
+def test_the_docstring_rule_table_is_generated_from_the_rules() -> None:
+    import xla_teach.passes.simplifiers.algebraic_simplifier as algsimp
+
+    doc = algsimp.__doc__ or ""
+    table = doc[doc.index("Rule table:"):]
+    flat = " ".join(table.split())
+    for rule in algsimp.ALL_RULES:
+        assert " ".join(rule.name.split()) in flat, rule.name
+    assert table.count("\n") >= len(algsimp.ALL_RULES) + 4

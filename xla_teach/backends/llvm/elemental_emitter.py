@@ -29,10 +29,26 @@ from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, delinearize, i64,
 from xla_teach.backends.llvm.ir_types import I64, compute_type, const
 from xla_teach.hlo.attributes import source_target_pairs
 from xla_teach.hlo.ir import HloInstruction
-from xla_teach.hlo.opcodes import OpKind
+from xla_teach.hlo.opcodes import OPCODES, OpKind
 from xla_teach.hlo.shape import Shape
 
 Generator = Callable[[IrIndex], ir.Value]
+GeneratorMaker = Callable[["ElementalEmitter", HloInstruction], Generator]
+
+# Opcode -> the function that makes its generator, filled by @generates (as the evaluator's
+# @register): the methods below, every unary and binary opcode, and elemental_windows' loops.
+GENERATORS: dict[str, GeneratorMaker] = {}
+
+
+def generates(*opcodes: str) -> Callable[[GeneratorMaker], GeneratorMaker]:
+    """Register ``make(emitter, instr) -> Generator`` for ``opcodes``."""
+    def register(make: GeneratorMaker) -> GeneratorMaker:
+        for opcode in opcodes:
+            if opcode in GENERATORS:
+                raise ValueError(f"two elemental generators for {opcode}")
+            GENERATORS[opcode] = make
+        return make
+    return register
 
 
 class ElementalEmitter:
@@ -76,20 +92,12 @@ class ElementalEmitter:
 
     # ---- dispatch ---------------------------------------------------------------------
     def _make_generator(self, instr: HloInstruction) -> Generator:
-        op = instr.opcode
-        handler = getattr(self, "_gen_" + op.replace("-", "_"), None)
-        if handler is not None:
-            return handler(instr)
-        if instr.info.kind is OpKind.UNARY:
-            return self._gen_unary(instr)
-        if instr.info.kind is OpKind.BINARY:
-            return self._gen_binary(instr)
-        from xla_teach.backends.llvm import elemental_windows
+        from xla_teach.backends.llvm import elemental_windows  # noqa: F401 - registers the looping generators
 
-        special = elemental_windows.generator_for(self, instr)
-        if special is None:
-            raise NotImplementedError(f"no elemental generator for {op} ({instr.name})")
-        return special
+        make = GENERATORS.get(instr.opcode)
+        if make is None:
+            raise NotImplementedError(f"no elemental generator for {instr.opcode} ({instr.name})")
+        return make(self, instr)
 
     def _operand_at(self, instr: HloInstruction, i: int, index: IrIndex) -> ir.Value:
         """Operand ``i`` at ``index`` (scalar operands ignore the index)."""
@@ -103,9 +111,11 @@ class ElementalEmitter:
         raise AssertionError(f"{instr.name}: operand {i} has shape {operand.shape}, index is over {index.shape}")
 
     # ---- leaves -----------------------------------------------------------------------
+    @generates("parameter")
     def _gen_parameter(self, instr: HloInstruction) -> Generator:
         raise KeyError(f"no generator was given for parameter {instr.name}")
 
+    @generates("constant")
     def _gen_constant(self, instr: HloInstruction) -> Generator:
         ptype = instr.shape.element_type
         if instr.shape.rank == 0:
@@ -114,6 +124,7 @@ class ElementalEmitter:
         array = constant_array(self.b.module, instr)
         return lambda index: array.load(self.b, IrIndex(index.dims, instr.shape, index.linear))
 
+    @generates("iota")
     def _gen_iota(self, instr: HloInstruction) -> Generator:
         dim = int(instr.attrs["iota_dimension"])
         ptype = instr.shape.element_type
@@ -140,6 +151,7 @@ class ElementalEmitter:
 
         return gen
 
+    @generates("compare")
     def _gen_compare(self, instr: HloInstruction) -> Generator:
         ptype = instr.operand(0).shape.element_type
         direction, cmp_type = instr.attrs["direction"], instr.attrs.get("type")
@@ -150,6 +162,7 @@ class ElementalEmitter:
 
         return gen
 
+    @generates("select")
     def _gen_select(self, instr: HloInstruction) -> Generator:
         def gen(index: IrIndex) -> ir.Value:
             pred = self._operand_at(instr, 0, index)
@@ -158,6 +171,7 @@ class ElementalEmitter:
 
         return gen
 
+    @generates("clamp")
     def _gen_clamp(self, instr: HloInstruction) -> Generator:
         ptype = instr.shape.element_type
 
@@ -167,26 +181,29 @@ class ElementalEmitter:
 
         return gen
 
+    @generates("convert")
     def _gen_convert(self, instr: HloInstruction) -> Generator:
         src, dst = instr.operand(0).shape.element_type, instr.shape.element_type
         return lambda index: ops.emit_convert(self.b, self._operand_at(instr, 0, index), src, dst)
 
+    @generates("reduce-precision")
     def _gen_reduce_precision(self, instr: HloInstruction) -> Generator:
         ptype = instr.shape.element_type
         e, m = int(instr.attrs["exponent_bits"]), int(instr.attrs["mantissa_bits"])
         return lambda index: ops.emit_reduce_precision(self.b, self._operand_at(instr, 0, index), ptype, e, m)
 
+    @generates("copy", "opt-barrier")
     def _gen_copy(self, instr: HloInstruction) -> Generator:
         return lambda index: self._operand_at(instr, 0, index)
 
-    _gen_opt_barrier = _gen_copy
 
+    @generates("partition-id", "replica-id")
     def _gen_partition_id(self, instr: HloInstruction) -> Generator:
         """A single device is partition 0 and replica 0."""
         return lambda index: const(instr.shape.element_type, 0)
 
-    _gen_replica_id = _gen_partition_id
 
+    @generates("all-reduce")
     def _gen_all_reduce(self, instr: HloInstruction) -> Generator:
         """One replica (xla_teach runs single-device): reducing over the replica group {this one}
         leaves each operand unchanged."""
@@ -194,6 +211,7 @@ class ElementalEmitter:
             raise NotImplementedError(f"{instr.name}: a variadic all-reduce is emitted per operand")
         return lambda index: self._operand_at(instr, 0, index)
 
+    @generates("all-gather")
     def _gen_all_gather(self, instr: HloInstruction) -> Generator:
         """One replica: gathering the operands of a group that holds only this one is the operand."""
         from xla_teach.hlo.evaluator.control import single_replica_problem
@@ -203,6 +221,7 @@ class ElementalEmitter:
             raise NotImplementedError(problem)
         return lambda index: self._operand_at(instr, 0, index)
 
+    @generates("collective-permute")
     def _gen_collective_permute(self, instr: HloInstruction) -> Generator:
         """One replica: it receives its own operand if a pair sends replica 0 to itself, else zeros
         (the interpreter's rule, :mod:`xla_teach.hlo.evaluator.control`)."""
@@ -211,17 +230,14 @@ class ElementalEmitter:
         zero = zero_of(instr.shape)
         return lambda index: zero
 
-    def _gen_bitcast_convert(self, instr: HloInstruction) -> Generator:
-        from xla_teach.backends.llvm.elemental_windows import bitcast_convert_generator
-
-        return bitcast_convert_generator(self, instr)
-
     # ---- data movement: index arithmetic ------------------------------------------------
+    @generates("broadcast")
     def _gen_broadcast(self, instr: HloInstruction) -> Generator:
         operand = instr.operand(0)
         dims = instr.dimensions
         return lambda index: self.value_at(operand, IrIndex(tuple(index.dims[d] for d in dims), operand.shape))
 
+    @generates("reshape")
     def _gen_reshape(self, instr: HloInstruction) -> Generator:
         operand = instr.operand(0)
 
@@ -236,6 +252,7 @@ class ElementalEmitter:
 
         return gen
 
+    @generates("bitcast")
     def _gen_bitcast(self, instr: HloInstruction) -> Generator:
         """Same bytes, new shape/layout: map through the *physical* position."""
         operand = instr.operand(0)
@@ -246,6 +263,7 @@ class ElementalEmitter:
 
         return gen
 
+    @generates("transpose")
     def _gen_transpose(self, instr: HloInstruction) -> Generator:
         operand = instr.operand(0)
         perm = instr.dimensions
@@ -258,6 +276,7 @@ class ElementalEmitter:
 
         return gen
 
+    @generates("slice")
     def _gen_slice(self, instr: HloInstruction) -> Generator:
         operand = instr.operand(0)
         spec = instr.attrs["slice"]
@@ -271,6 +290,7 @@ class ElementalEmitter:
 
         return gen
 
+    @generates("reverse")
     def _gen_reverse(self, instr: HloInstruction) -> Generator:
         operand = instr.operand(0)
         dims = set(instr.dimensions)
@@ -283,6 +303,7 @@ class ElementalEmitter:
 
         return gen
 
+    @generates("pad")
     def _gen_pad(self, instr: HloInstruction) -> Generator:
         operand, pad_value = instr.operand(0), instr.operand(1)
         config = instr.attrs["padding"]
@@ -308,6 +329,7 @@ class ElementalEmitter:
 
         return gen
 
+    @generates("concatenate")
     def _gen_concatenate(self, instr: HloInstruction) -> Generator:
         dim = instr.dimensions[0]
         b = self.b
@@ -334,6 +356,7 @@ class ElementalEmitter:
 
         return gen
 
+    @generates("dynamic-slice")
     def _gen_dynamic_slice(self, instr: HloInstruction) -> Generator:
         operand = instr.operand(0)
         sizes = instr.attrs["dynamic_slice_sizes"]
@@ -345,6 +368,7 @@ class ElementalEmitter:
 
         return gen
 
+    @generates("dynamic-update-slice")
     def _gen_dynamic_update_slice(self, instr: HloInstruction) -> Generator:
         operand, update = instr.operand(0), instr.operand(1)
         b = self.b
@@ -424,6 +448,14 @@ def delinearize_physical(b: ir.IRBuilder, linear: ir.Value, shape: Shape) -> IrI
             dims[d] = b.urem(remaining, i64(size))
             remaining = b.udiv(remaining, i64(size))
     return IrIndex(tuple(dims), shape, linear)
+
+
+# Every unary and binary opcode without a generator of its own: one generic generator each.
+for _opcode, _info in OPCODES.items():
+    if _info.kind is OpKind.UNARY:
+        GENERATORS.setdefault(_opcode, ElementalEmitter._gen_unary)
+    elif _info.kind is OpKind.BINARY:
+        GENERATORS.setdefault(_opcode, ElementalEmitter._gen_binary)
 
 
 def constant_array(module: ir.Module, instr: HloInstruction) -> IrArray:

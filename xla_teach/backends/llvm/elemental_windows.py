@@ -1,5 +1,6 @@
 """Elemental generators that loop: reduce, reduce-window, dot, convolution, map,
-gather, bitcast-convert across widths, and tuple plumbing inside fusions.
+gather, bitcast-convert across widths, and tuple plumbing inside fusions (each registered
+with ``@generates``, in the elemental emitter's one table).
 
 "The value at index i" of a reduction is itself a loop over the reduced
 elements, accumulating with the reducer computation emitted inline. The same
@@ -20,6 +21,7 @@ from xla_teach.backends.llvm.elemental_emitter import (
     ElementalEmitter,
     Generator,
     clamp_index,
+    generates,
     widen_index,
 )
 from xla_teach.backends.llvm.ir_array import IrIndex, i64
@@ -28,21 +30,6 @@ from xla_teach.backends.llvm.loops import for_range, stack_slot
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.types import PrimitiveType
-
-
-def generator_for(em: ElementalEmitter, instr: HloInstruction) -> Generator | None:
-    table: dict[str, Callable[[ElementalEmitter, HloInstruction], Generator]] = {
-        "reduce": reduce_generator,
-        "reduce-window": reduce_window_generator,
-        "dot": dot_generator,
-        "convolution": convolution_generator,
-        "map": map_generator,
-        "gather": gather_generator,
-        "tuple": tuple_generator,
-        "get-tuple-element": gte_generator,
-    }
-    make = table.get(instr.opcode)
-    return make(em, instr) if make else None
 
 
 def loop_nest(b: ir.IRBuilder, sizes: list[int], name: str, body: Callable[[list[ir.Value]], None]) -> None:
@@ -78,6 +65,7 @@ def _scalar(em: ElementalEmitter, instr: HloInstruction) -> ir.Value:
 # ---------------------------------------------------------------------------------------
 # reduce
 # ---------------------------------------------------------------------------------------
+@generates("reduce")
 def reduce_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
     n = instr.operand_count // 2
     inputs, inits = instr.operands[:n], instr.operands[n:]
@@ -125,6 +113,7 @@ def window_position(b: ir.IRBuilder, out: ir.Value, k: ir.Value, dim, size: int)
     return clamp_index(b, pos, size), ok
 
 
+@generates("reduce-window")
 def reduce_window_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
     n = instr.operand_count // 2
     inputs, inits = instr.operands[:n], instr.operands[n:]
@@ -192,6 +181,7 @@ def accumulation_type(ptype: PrimitiveType) -> PrimitiveType:
     return PrimitiveType.F32 if ptype in (PrimitiveType.F16, PrimitiveType.BF16) else ptype
 
 
+@generates("dot")
 def dot_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
     lhs, rhs = instr.operand(0), instr.operand(1)
     lb, lc, lf, rb, rc, rf = dot_index_maps(instr)
@@ -227,6 +217,7 @@ def dot_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
 # ---------------------------------------------------------------------------------------
 # convolution
 # ---------------------------------------------------------------------------------------
+@generates("convolution")
 def convolution_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
     lhs, rhs = instr.operand(0), instr.operand(1)
     dn = instr.attrs["dim_labels"]
@@ -286,6 +277,7 @@ def convolution_generator(em: ElementalEmitter, instr: HloInstruction) -> Genera
 # ---------------------------------------------------------------------------------------
 # map, gather, bitcast-convert, tuples
 # ---------------------------------------------------------------------------------------
+@generates("map")
 def map_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
     def gen(index: IrIndex) -> ir.Value:
         args = [em.value_at(op, IrIndex(index.dims, op.shape)) for op in instr.operands]
@@ -294,6 +286,7 @@ def map_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
     return gen
 
 
+@generates("gather")
 def gather_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
     operand, indices = instr.operand(0), instr.operand(1)
     offset_dims = list(instr.attrs["offset_dims"])
@@ -340,6 +333,7 @@ def gather_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
     return gen
 
 
+@generates("bitcast-convert")
 def bitcast_convert_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
     operand = instr.operand(0)
     src, dst = operand.shape.element_type, instr.shape.element_type
@@ -379,6 +373,7 @@ def bitcast_convert_generator(em: ElementalEmitter, instr: HloInstruction) -> Ge
     return narrower if dst.bit_width < src.bit_width else wider
 
 
+@generates("tuple")
 def tuple_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
     def gen(index: IrIndex) -> tuple[ir.Value, ...]:
         return tuple(em.value_at(op, IrIndex(index.dims, op.shape)) for op in instr.operands)
@@ -386,6 +381,7 @@ def tuple_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
     return gen  # type: ignore[return-value]
 
 
+@generates("get-tuple-element")
 def gte_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
     source = instr.operand(0)
     k = instr.tuple_index

@@ -27,54 +27,18 @@ After::
       ROOT reshape = f32[6] reshape(x)
     }
 
-Rule table (``exact`` = equal results for every input, NaN and -0.0 included):
-
-=====================================================  ======================================================
-rule                                                   exactness
-=====================================================  ======================================================
-x + 0 -> x, 0 + x -> x                                 floats: differs only for x = -0.0 (-0.0 + 0.0 = +0.0);
-                                                       XLA does it too. (x + (-0.0) -> x is exact.)
-x - 0 -> x                                             exact (-0.0 - 0.0 = -0.0)
-i - i -> 0                                             integers only (x - x is NaN for inf/NaN)
-x * 1 -> x, 1 * x -> x                                 exact
-i * 0 -> 0                                             integers only (NaN * 0, inf * 0 are NaN; -1 * 0 = -0.0)
-x / 1 -> x                                             exact
-x / 2^k -> x * 2^-k                                    floats, only when 2^-k is exactly representable: exact
-negate(negate(x)) -> x, not(not(x)) -> x               exact
-abs(abs(x)) -> abs(x)                                  exact
-max/min/and/or(x, x) -> x                              exact
-pow(x, 0) -> 1, pow(x, 1) -> x, pow(x, 2) -> x * x     exact (IEEE pow(NaN, 0) = 1; pow(x, 2) is x*x rounded)
-pow(x, -1) -> 1 / x                                    floats; may differ from libm pow by one ulp
-pow(x, 0.5) -> sqrt(x)                                 **not done**: pow(-0, 0.5) = +0 but sqrt(-0) = -0, and
-                                                       pow(-inf, 0.5) = +inf but sqrt(-inf) = NaN
-select(true, a, b) -> a, select(false, a, b) -> b      exact (constant or broadcast-of-constant predicate)
-select(p, a, a) -> a                                   exact
-compare(c1, c2) -> constant                            exact (not for TOTALORDER comparisons)
-compare(i, i) -> true/false                            integers only (NaN != NaN)
-op(broadcast(a), broadcast(b)) -> broadcast(op(a, b))  exact (same broadcast dims and operand shapes)
-reshape/transpose/broadcast/convert/slice/pad/copy     exact (no-op versions removed: same dims, identity
-/reverse no-ops -> operand                             permutation, same type, full slice, zero padding...)
-concatenate(x) -> x; zero-sized operands dropped       exact
-reshape(reshape(x)) -> reshape(x)                      exact
-transpose(transpose(x)) -> transpose(x) / x            exact (permutations composed)
-broadcast(broadcast(x)) -> broadcast(x)                exact (dimensions composed)
-reshape/transpose(broadcast(scalar)) -> broadcast      exact
-slice(slice(x)) -> slice(x)                            exact (start/stride composed)
-slice(concatenate(.., b, ..)) -> b                     exact (slice covers exactly operand b)
-reverse(reverse(x)) -> x                               exact
-reduce over size-1 dims -> f(init, reshape(x))         exact (f = the reducer's single binary op); with
-                                                       init = 0 and f = add, x + 0 -> x then drops f
-reduce over some size-1 dims -> reduce(reshape(x))    exact (the same elements combined in the same order)
-reduce of an empty array -> broadcast(init)            exact
-dot with size-1 contracting dims -> multiply of        same-type dots; differs only in the sign of a zero: a
-broadcasts                                             dot sums from +0.0, so a product of -0.0 comes out +0.0
-=====================================================  ======================================================
+Not done on purpose: ``pow(x, 0.5) -> sqrt(x)`` (``pow(-0, 0.5) = +0`` but ``sqrt(-0) = -0``,
+and ``pow(-inf, 0.5) = +inf`` but ``sqrt(-inf) = NaN``).
 
 What XLA's simplifier has and this one leaves out (students: good exercises): x * 0 for
 floats under fast-math, conversions of conversions, dot strength reduction for vectors
 (dot -> multiply + reduce), reduce(transpose) dimension permutation, pad/slice merging,
 ``A + (-B) -> A - B``, dynamic-slice with constant indices, and many layout-sensitive
 rewrites.
+
+The rule table below is generated from ``ALL_RULES`` when this module loads (``rule_table()``),
+so it lists exactly the rules that run; ``exact`` = equal results for every input, NaN and -0.0
+included.
 """
 
 from __future__ import annotations
@@ -88,6 +52,28 @@ from xla_teach.passes.simplifiers.algsimp_rules_reduce_dot import REDUCE_DOT_RUL
 from xla_teach.passes.simplifiers.algsimp_rules_shape import SHAPE_RULES
 
 ALL_RULES: tuple[Rule, ...] = SHAPE_RULES + ARITH_RULES + REDUCE_DOT_RULES
+
+
+def rule_table(rules: tuple[Rule, ...] = ALL_RULES, width: int = 92) -> str:
+    """The rules as a reStructuredText simple table: each rule, the opcodes it looks at, and how
+    exact it is (long cells wrap onto continuation rows)."""
+    import textwrap
+
+    rows: list[tuple[str, str]] = []
+    for r in rules:
+        rule = textwrap.wrap(r.name, width)
+        exactness = textwrap.wrap(r.exactness, 60)
+        for i in range(max(len(rule), len(exactness))):
+            rows.append((rule[i] if i < len(rule) else "", exactness[i] if i < len(exactness) else ""))
+    first = max(len(a) for a, _ in rows)
+    second = max(len(b) for _, b in rows)
+    border = "=" * first + "  " + "=" * second
+    lines = [border, "rule".ljust(first) + "  exactness", border]
+    lines += [(a.ljust(first) + "  " + b).rstrip() for a, b in rows]
+    return "\n".join(["Rule table:", "", *lines, border, ""])
+
+
+__doc__ = (__doc__ or "") + "\n" + rule_table()
 
 
 def rules_for(opcode: str, rules: tuple[Rule, ...] = ALL_RULES) -> list[Rule]:
