@@ -145,4 +145,23 @@ class RunBuffers:
         physical = flat.view(shape.dtype)
         return logical_view(physical, shape)
 
+    # ---- the buffer interface the shared thunks use (runtime/thunks.py's RunValues) ----------
+    value = array  # on the host, a value is the array itself
+
+    def host_array(self, slice_: BufferSlice, shape: Shape) -> np.ndarray:
+        return np.array(self.array(slice_, shape))
+
+    def to_host(self, value: np.ndarray) -> np.ndarray:
+        return value
+
+    def bind_value(self, allocation_index: int, value: np.ndarray, shape: Shape, inputs: list[np.ndarray]) -> None:
+        """Bind a nested sequence's result; one that *is* one of its inputs (passed straight
+        through) is copied, since the input's bytes may be reused afterwards."""
+        if any(np.may_share_memory(value, given) for given in inputs):
+            value = np.array(value, copy=True)
+        self.bind(allocation_index, to_physical(value, shape))
+
+    def bind_host(self, allocation_index: int, array: np.ndarray, shape: Shape) -> None:
+        self.bind(allocation_index, to_physical(array, shape))
+
 

@@ -10,6 +10,13 @@ these buffers", "call this library", "run this loop". xla_teach has the same:
 * :class:`WhileThunk`, :class:`ConditionalThunk`, :class:`CallThunk` -- control
   flow driven from the host, each running nested sequences.
 
+The host-side thunks are shared by the CPU and the GPU runtimes: they see one run's
+buffers only through :class:`RunValues` -- read a value, bring it to the host, bind a
+result. On the CPU a value is a NumPy array over host memory
+(:class:`~xla_teach.runtime.buffers.RunBuffers`); on the GPU a device array, which the
+host copies down only to test a loop predicate or pick a branch
+(``backends/gpu/executable.py``'s ``DeviceRun``). Only the kernel thunks differ.
+
 Every thunk reports to an optional profiler (name, start, duration, bytes), which
 is what the Chrome-trace timeline shows.
 """
@@ -22,16 +29,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
+from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.shape import Shape
-from xla_teach.passes.scheduling.buffer_assignment import BufferSlice
-from xla_teach.runtime.buffers import RunBuffers, to_physical
-
-if TYPE_CHECKING:
-    from xla_teach.runtime.executable import SequenceExecutable
+from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, BufferSlice
+from xla_teach.runtime.buffers import RunBuffers
 
 KERNEL_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _pool: ThreadPoolExecutor | None = None
@@ -48,10 +53,28 @@ class Profiler(Protocol):
     def record(self, name: str, kind: str, start: float, end: float, nbytes: int) -> None: ...
 
 
-class Thunk:
-    """Base class; subclasses are dataclasses with ``name``, ``kind`` and optionally ``nbytes``."""
+class RunValues(Protocol):
+    """One run's buffers, as the shared thunks see them. A *value* is whatever the backend's
+    sequences take and return: a host array on the CPU, a device array on the GPU."""
 
-    def execute(self, buffers: RunBuffers, profiler: Profiler | None) -> None:
+    def value(self, slice_: BufferSlice, shape: Shape) -> Any: ...
+    def host_array(self, slice_: BufferSlice, shape: Shape) -> np.ndarray: ...
+    def to_host(self, value: Any) -> np.ndarray: ...
+    def bind_value(self, allocation_index: int, value: Any, shape: Shape, inputs: list[Any]) -> None: ...
+    def bind_host(self, allocation_index: int, array: np.ndarray, shape: Shape) -> None: ...
+
+
+class NestedSequence(Protocol):
+    """A nested computation's thunk sequence: values in, the root's values out."""
+
+    def run(self, values: Sequence[Any], profiler: Profiler | None = None) -> list[Any]: ...
+
+
+class Thunk:
+    """Base class; subclasses are dataclasses with ``name``, ``kind`` and optionally ``nbytes``.
+    ``buffers`` is the run's :class:`RunValues` (a kernel thunk knows its backend's kind)."""
+
+    def execute(self, buffers: Any, profiler: Profiler | None) -> None:
         if profiler is None:
             self.run(buffers)
             return
@@ -59,7 +82,7 @@ class Thunk:
         self.run(buffers)
         profiler.record(self.name, self.kind, start, time.perf_counter(), getattr(self, "nbytes", 0))
 
-    def run(self, buffers: RunBuffers) -> None:
+    def run(self, buffers: Any) -> None:
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -122,8 +145,8 @@ class HostCallThunk(Thunk):
     result_shape: Shape
     kind: str = "host-call"
 
-    def run(self, buffers: RunBuffers) -> None:
-        leaves = iter([np.array(buffers.array(s, shape)) for s, shape in self.operands])
+    def run(self, buffers: RunValues) -> None:
+        leaves = iter([buffers.host_array(s, shape) for s, shape in self.operands])
         out = self.function(*[_nest(leaves, shape) for shape in self.operand_shapes])
         values = self._flatten(out, self.result_shape)
         for value, (alloc, shape) in zip(values, self.results, strict=True):
@@ -132,7 +155,7 @@ class HostCallThunk(Thunk):
                 raise RuntimeError(f"custom-call target '{self.target}' returned {array.dtype}{list(array.shape)}, "
                                    f"expected {shape.to_text()}")
             # converted to the declared element type, as the interpreter does (hlo/custom_calls.py)
-            buffers.bind(alloc, to_physical(array.astype(shape.dtype, copy=False), shape))
+            buffers.bind_host(alloc, array.astype(shape.dtype, copy=False), shape)
 
     def _flatten(self, value: object, shape: Shape) -> list[object]:
         if not shape.is_tuple:
@@ -151,39 +174,35 @@ def _nest(leaves: Iterator[np.ndarray], shape: Shape) -> object:
     return next(leaves)
 
 
-def _gather(buffers: RunBuffers, operands: Sequence[tuple[BufferSlice, Shape]]) -> list[np.ndarray]:
-    return [buffers.array(s, shape) for s, shape in operands]
+def _gather(buffers: RunValues, operands: Sequence[tuple[BufferSlice, Shape]]) -> list[Any]:
+    return [buffers.value(s, shape) for s, shape in operands]
 
 
-def _bind_results(buffers: RunBuffers, results: list[tuple[int, Shape]], arrays: list[np.ndarray],
-                  inputs: list[np.ndarray]) -> None:
-    """Bind control-flow results; a result that *is* one of the inputs (a value passed
-    straight through) is copied, since the input's bytes may be reused afterwards."""
-    for (alloc, shape), array in zip(results, arrays, strict=True):
-        if any(np.may_share_memory(array, given) for given in inputs):
-            array = np.array(array, copy=True)
-        buffers.bind(alloc, to_physical(array, shape))
+def _bind_results(buffers: RunValues, results: list[tuple[int, Shape]], values: list[Any], inputs: list[Any]) -> None:
+    """Bind control-flow results (a result that is one of the inputs is copied: see ``bind_value``)."""
+    for (alloc, shape), value in zip(results, values, strict=True):
+        buffers.bind_value(alloc, value, shape, inputs)
 
 
 @dataclass(eq=False)
 class WhileThunk(Thunk):
     name: str
-    condition: SequenceExecutable
-    body: SequenceExecutable
+    condition: NestedSequence
+    body: NestedSequence
     operands: list[tuple[BufferSlice, Shape]]  # init state leaves
     results: list[tuple[int, Shape]]
     kind: str = "while"
     profiler: Profiler | None = None
 
-    def execute(self, buffers: RunBuffers, profiler: Profiler | None) -> None:
+    def execute(self, buffers: RunValues, profiler: Profiler | None) -> None:
         self.profiler = profiler
         super().execute(buffers, profiler)
 
-    def run(self, buffers: RunBuffers) -> None:
+    def run(self, buffers: RunValues) -> None:
         initial = _gather(buffers, self.operands)
         state = initial
         trips = 0
-        while bool(self.condition.run(state, self.profiler)[0].reshape(())):
+        while bool(buffers.to_host(self.condition.run(state, self.profiler)[0]).reshape(())):
             state = self.body.run(state, self.profiler)
             trips += 1
         self.trip_count = trips
@@ -194,18 +213,18 @@ class WhileThunk(Thunk):
 class ConditionalThunk(Thunk):
     name: str
     selector: tuple[BufferSlice, Shape]  # pred or s32 branch index
-    branches: list[SequenceExecutable]
+    branches: list[NestedSequence]
     branch_operands: list[list[tuple[BufferSlice, Shape]]]
     results: list[tuple[int, Shape]]
     kind: str = "conditional"
     profiler: Profiler | None = None
 
-    def execute(self, buffers: RunBuffers, profiler: Profiler | None) -> None:
+    def execute(self, buffers: RunValues, profiler: Profiler | None) -> None:
         self.profiler = profiler
         super().execute(buffers, profiler)
 
-    def run(self, buffers: RunBuffers) -> None:
-        selector = buffers.array(*self.selector).reshape(())
+    def run(self, buffers: RunValues) -> None:
+        selector = buffers.host_array(*self.selector).reshape(())
         if selector.dtype == np.bool_:
             branch = 0 if bool(selector) else 1
         else:
@@ -219,16 +238,47 @@ class ConditionalThunk(Thunk):
 @dataclass(eq=False)
 class CallThunk(Thunk):
     name: str
-    callee: SequenceExecutable
+    callee: NestedSequence
     operands: list[tuple[BufferSlice, Shape]]
     results: list[tuple[int, Shape]]
     kind: str = "call"
     profiler: Profiler | None = None
 
-    def execute(self, buffers: RunBuffers, profiler: Profiler | None) -> None:
+    def execute(self, buffers: RunValues, profiler: Profiler | None) -> None:
         self.profiler = profiler
         super().execute(buffers, profiler)
 
-    def run(self, buffers: RunBuffers) -> None:
+    def run(self, buffers: RunValues) -> None:
         inputs = _gather(buffers, self.operands)
         _bind_results(buffers, self.results, self.callee.run(inputs, self.profiler), inputs)
+
+
+def host_thunk(instr: HloInstruction, assignment: BufferAssignment,
+               sequence: Callable[[str], NestedSequence]) -> Thunk:
+    """The host thunk of a ``while``, ``conditional``, ``call`` or ``custom-call`` whose values
+    buffer ``assignment`` placed; ``sequence(name)`` is the backend's sequence of a computation.
+    Both backends build theirs here: only the sequences and the values differ."""
+    from xla_teach.hlo.custom_calls import get_custom_call_target
+
+    def leaves(op: HloInstruction) -> list[tuple[BufferSlice, Shape]]:
+        return [(assignment.slice(op, idx), op.shape.subshape(idx)) for idx in op.shape.leaf_indices()]
+
+    results = [(assignment.slice(instr, idx).allocation.index, instr.shape.subshape(idx))
+               for idx in instr.shape.leaf_indices()]
+    if instr.opcode == "while":
+        return WhileThunk(instr.name, sequence(instr.attrs["condition"].name), sequence(instr.attrs["body"].name),
+                          leaves(instr.operand(0)), results)
+    if instr.opcode == "call":
+        return CallThunk(instr.name, sequence(instr.to_apply.name), [x for op in instr.operands for x in leaves(op)],
+                         results)
+    if instr.opcode == "conditional":
+        branches = instr.branch_computations()
+        return ConditionalThunk(instr.name, (assignment.slice(instr.operand(0)), instr.operand(0).shape),
+                                [sequence(c.name) for c in branches],
+                                [leaves(instr.operand(i + 1)) for i in range(len(branches))], results)
+    if instr.opcode != "custom-call":
+        raise ValueError(f"{instr.name}: {instr.opcode} does not run on the host")
+    target = str(instr.attrs["custom_call_target"])
+    return HostCallThunk(instr.name, target, get_custom_call_target(target),
+                         [x for op in instr.operands for x in leaves(op)], results,
+                         [op.shape for op in instr.operands], instr.shape)

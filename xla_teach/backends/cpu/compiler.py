@@ -21,12 +21,11 @@ from xla_teach.backends.compiler_base import CompilerBase
 from xla_teach.backends.cpu.ir_emitter import CpuIrEmitter, HostPlan, KernelPlan, SequencePlan
 from xla_teach.backends.cpu.jit import CpuJit
 from xla_teach.backends.llvm.kernel_support import annotate_kernels
-from xla_teach.hlo.custom_calls import get_custom_call_target
-from xla_teach.hlo.ir import HloInstruction, HloModule
+from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment
 from xla_teach.runtime.executable import CompiledArtifacts, Executable, SequenceExecutable
-from xla_teach.runtime.thunks import CallThunk, ConditionalThunk, HostCallThunk, KernelThunk, Thunk, WhileThunk
+from xla_teach.runtime.thunks import KernelThunk, Thunk, host_thunk
 
 
 class CpuCompiler(CompilerBase):
@@ -77,28 +76,6 @@ class CpuCompiler(CompilerBase):
                                           step.outer_size, partitions, step.nbytes))
                 continue
             assert isinstance(step, HostPlan)
-            thunks.append(self._host_thunk(step.instruction, ba, sequence))
+            thunks.append(host_thunk(step.instruction, ba, sequence))
         return thunks
 
-    def _host_thunk(self, instr: HloInstruction, ba, sequence) -> Thunk:  # type: ignore[no-untyped-def]
-        def operand_leaves(op: HloInstruction) -> list:
-            return [(ba.slice(op, idx), op.shape.subshape(idx)) for idx in op.shape.leaf_indices()]
-
-        results = [(ba.slice(instr, idx).allocation.index, instr.shape.subshape(idx))
-                   for idx in instr.shape.leaf_indices()]
-        if instr.opcode == "while":
-            return WhileThunk(instr.name, sequence(instr.attrs["condition"].name), sequence(instr.attrs["body"].name),
-                              operand_leaves(instr.operand(0)), results)
-        if instr.opcode == "call":
-            operands = [leaf for op in instr.operands for leaf in operand_leaves(op)]
-            return CallThunk(instr.name, sequence(instr.to_apply.name), operands, results)
-        if instr.opcode == "conditional":
-            branches = instr.branch_computations()
-            selector = (ba.slice(instr.operand(0)), instr.operand(0).shape)
-            branch_operands = [operand_leaves(instr.operand(i + 1)) for i in range(len(branches))]
-            return ConditionalThunk(instr.name, selector, [sequence(c.name) for c in branches], branch_operands,
-                                    results)
-        target = str(instr.attrs["custom_call_target"])
-        operands = [leaf for op in instr.operands for leaf in operand_leaves(op)]
-        return HostCallThunk(instr.name, target, get_custom_call_target(target), operands, results,
-                             [op.shape for op in instr.operands], instr.shape)

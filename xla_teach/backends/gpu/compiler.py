@@ -29,11 +29,11 @@ from xla_teach.backends.gpu.runtime import GpuUnavailableError, device_available
 from xla_teach.backends.llvm.ir_emitter_base import HostPlan, SequencePlan
 from xla_teach.backends.llvm.kernel_support import annotate_kernels
 from xla_teach.backends.options import CompileOptions
-from xla_teach.hlo.custom_calls import get_custom_call_target
 from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment
 from xla_teach.runtime.executable import CompiledArtifacts, CompiledExecutable
+from xla_teach.runtime.thunks import host_thunk
 
 
 def target_arch(options: CompileOptions) -> str:
@@ -87,7 +87,7 @@ class GpuCompiledExecutable(CompiledExecutable):
 
 
 def _load(program: GpuProgram, artifacts: CompiledArtifacts) -> Any:
-    from xla_teach.backends.gpu.executable import GpuExecutable, GpuHostThunk, GpuKernelThunk, GpuSequence
+    from xla_teach.backends.gpu.executable import GpuExecutable, GpuKernelThunk, GpuSequence
     from xla_teach.backends.gpu.runtime import CudaContext
 
     ctx = CudaContext.get()
@@ -107,31 +107,7 @@ def _load(program: GpuProgram, artifacts: CompiledArtifacts) -> Any:
                                                  step.launch, step.nbytes, step.copies))
                 continue
             assert isinstance(step, HostPlan)
-            instr = step.instruction
-
-            def leaves(op):  # type: ignore[no-untyped-def]
-                return [(ba.slice(op, idx), op.shape.subshape(idx)) for idx in op.shape.leaf_indices()]
-
-            results = [(ba.slice(instr, idx).allocation.index, instr.shape.subshape(idx))
-                       for idx in instr.shape.leaf_indices()]
-            if instr.opcode == "while":
-                seq.thunks.append(GpuHostThunk(instr.name, "while", leaves(instr.operand(0)), results,
-                                               [sequence(instr.attrs["condition"].name),
-                                                sequence(instr.attrs["body"].name)]))
-            elif instr.opcode == "conditional":
-                branches = instr.branch_computations()
-                seq.thunks.append(GpuHostThunk(
-                    instr.name, "conditional", [], results, [sequence(c.name) for c in branches],
-                    selector=(ba.slice(instr.operand(0)), instr.operand(0).shape),
-                    branch_operands=[leaves(instr.operand(i + 1)) for i in range(len(branches))]))
-            elif instr.opcode == "call":
-                operands = [leaf for op in instr.operands for leaf in leaves(op)]
-                seq.thunks.append(GpuHostThunk(instr.name, "call", operands, results, [sequence(instr.to_apply.name)]))
-            else:
-                target = str(instr.attrs["custom_call_target"])
-                operands = [leaf for op in instr.operands for leaf in leaves(op)]
-                seq.thunks.append(GpuHostThunk(instr.name, "custom-call", operands, results, [],
-                                               function=get_custom_call_target(target)))
+            seq.thunks.append(host_thunk(step.instruction, ba, sequence))  # shared with the CPU runtime
         return seq
 
     entry = sequence(program.module.entry.name)

@@ -7,8 +7,9 @@ computation gets a buffer assignment and a list of thunks. On the device:
   constants uploaded once), at the offsets buffer assignment chose;
 * parameters are the caller's device arrays; results are fresh device allocations;
 * kernels are launched on one stream with the launch dimensions chosen at compile
-  time; control flow (while, conditional) runs on the host, which copies the loop
-  predicate or branch index back from the device each time.
+  time; control flow (while, conditional, call) and custom-calls are the CPU runtime's own
+  thunks (:mod:`xla_teach.runtime.thunks`) over :class:`DeviceRun`, which gives them device
+  arrays as values and copies the loop predicate or branch index back to the host each time.
 
 The entry executable copies NumPy arguments to the device, runs, and copies the
 results back.
@@ -61,9 +62,11 @@ def download(ctx: CudaContext, array: DeviceArray) -> np.ndarray:
 
 
 class DeviceRun:
-    """Addresses of every allocation of one sequence during one run."""
+    """Addresses of every allocation of one sequence during one run; to the shared thunks
+    (:class:`xla_teach.runtime.thunks.RunValues`), values are :class:`DeviceArray` s."""
 
-    def __init__(self, assignment: BufferAssignment) -> None:
+    def __init__(self, ctx: CudaContext, assignment: BufferAssignment) -> None:
+        self.ctx = ctx
         self.addresses = [0] * len(assignment.allocations)
         self.owners: list[Any] = [None] * len(assignment.allocations)
 
@@ -76,6 +79,28 @@ class DeviceRun:
 
     def array(self, s: BufferSlice, shape: Shape) -> DeviceArray:
         return DeviceArray(self.address(s), shape, self.owners[s.allocation.index])
+
+    # ---- RunValues ------------------------------------------------------------------------
+    value = array
+
+    def host_array(self, s: BufferSlice, shape: Shape) -> np.ndarray:
+        return np.array(download(self.ctx, self.array(s, shape)))
+
+    def to_host(self, value: DeviceArray) -> np.ndarray:
+        return download(self.ctx, value)
+
+    def bind_value(self, index: int, value: DeviceArray, shape: Shape, inputs: list[DeviceArray]) -> None:
+        """Bind a nested sequence's result; one passed straight through from an input is copied,
+        since the input's bytes may be reused afterwards."""
+        if any(value.ptr == given.ptr for given in inputs):
+            copy = self.ctx.alloc(value.nbytes)
+            self.ctx.copy_device(copy.ptr, value.ptr, value.nbytes)
+            value = DeviceArray(copy.ptr, shape, copy)
+        self.bind(index, value.ptr, value.owner)
+
+    def bind_host(self, index: int, array: np.ndarray, shape: Shape) -> None:
+        uploaded = upload(self.ctx, array, shape)
+        self.bind(index, uploaded.ptr, uploaded.owner)
 
 
 @dataclass(eq=False)
@@ -93,7 +118,8 @@ class GpuKernelThunk:
         self.lock = threading.Lock()
         self.allocation_offsets = [(s.allocation.index, s.offset) for s in self.slices]
 
-    def execute(self, ctx: CudaContext, run: DeviceRun, profiler: Any) -> None:
+    def execute(self, run: DeviceRun, profiler: Any) -> None:
+        ctx = run.ctx
         for copy in self.copies:
             ctx.copy_device(run.address(copy.dest), run.address(copy.source), copy.nbytes)
         addresses = run.addresses
@@ -112,61 +138,6 @@ class GpuKernelThunk:
         ctx.record(end_event)
         ms = ctx.elapsed_ms(start_event, end_event)
         profiler.record(self.name, self.kind, start, start + ms / 1e3, self.nbytes)
-
-
-@dataclass(eq=False)
-class GpuHostThunk:
-    """while / conditional / call / custom-call, driven from the host."""
-
-    name: str
-    kind: str
-    operands: list[tuple[BufferSlice, Shape]]
-    results: list[tuple[int, Shape]]
-    sequences: list[GpuSequence]
-    selector: tuple[BufferSlice, Shape] | None = None
-    function: Any = None  # custom-call target
-    branch_operands: list[list[tuple[BufferSlice, Shape]]] | None = None
-
-    def execute(self, ctx: CudaContext, run: DeviceRun, profiler: Any) -> None:
-        start = time.perf_counter()
-        if self.kind == "while":
-            condition, body = self.sequences
-            state = [run.array(s, shape) for s, shape in self.operands]
-            initial = [a.ptr for a in state]
-            while bool(download(ctx, condition.run(state, profiler)[0]).reshape(())):
-                state = body.run(state, profiler)
-            outs = state
-            self._bind(ctx, run, outs, initial)
-        elif self.kind == "conditional":
-            assert self.selector is not None and self.branch_operands is not None
-            selector = download(ctx, run.array(*self.selector)).reshape(())
-            if selector.dtype == np.bool_:
-                branch = 0 if bool(selector) else 1
-            else:
-                branch = int(selector)
-                if branch < 0 or branch >= len(self.sequences):
-                    branch = len(self.sequences) - 1
-            inputs = [run.array(s, shape) for s, shape in self.branch_operands[branch]]
-            self._bind(ctx, run, self.sequences[branch].run(inputs, profiler), [a.ptr for a in inputs])
-        elif self.kind == "call":
-            inputs = [run.array(s, shape) for s, shape in self.operands]
-            self._bind(ctx, run, self.sequences[0].run(inputs, profiler), [a.ptr for a in inputs])
-        else:  # custom-call on host data
-            args = [download(ctx, run.array(s, shape)) for s, shape in self.operands]
-            out = self.function(*[np.array(a) for a in args])
-            leaves = list(out) if isinstance(out, (tuple, list)) else [out]
-            arrays = [upload(ctx, np.asarray(v), shape) for v, (_, shape) in zip(leaves, self.results, strict=True)]
-            self._bind(ctx, run, arrays, [])
-        if profiler is not None:
-            profiler.record(self.name, self.kind, start, time.perf_counter(), 0)
-
-    def _bind(self, ctx: CudaContext, run: DeviceRun, arrays: list[DeviceArray], inputs: list[int]) -> None:
-        for (alloc, shape), array in zip(self.results, arrays, strict=True):
-            if array.ptr in inputs:  # passed straight through: copy, the input's bytes may be reused
-                copy = ctx.alloc(array.nbytes)
-                ctx.copy_device(copy.ptr, array.ptr, array.nbytes)
-                array = DeviceArray(copy.ptr, shape, copy)
-            run.bind(alloc, array.ptr, array.owner)
 
 
 class GpuSequence:
@@ -197,7 +168,7 @@ class GpuSequence:
         self.output_allocations = [a for a in assignment.allocations if a.kind == "output"]
 
     def run(self, inputs: Sequence[DeviceArray], profiler: Any = None) -> list[DeviceArray]:
-        run = DeviceRun(self.assignment)
+        run = DeviceRun(self.ctx, self.assignment)
         for index, offset in self.arena_offsets.items():
             run.bind(index, self.arena.ptr + offset, self.arena)
         for (index, _shape), array in zip(self.parameter_leaves, inputs, strict=True):
@@ -206,7 +177,7 @@ class GpuSequence:
             buffer = self.ctx.alloc(alloc.size)
             run.bind(alloc.index, buffer.ptr, buffer)
         for thunk in self.thunks:
-            thunk.execute(self.ctx, run, profiler)
+            thunk.execute(run, profiler)
         results = []
         for s, shape in zip(self.outputs, self.output_shapes, strict=True):
             array = run.array(s, shape)
