@@ -316,7 +316,7 @@ class JitFunction:
                  avals: tuple[ShapedArray, ...]) -> Any:
         inputs = [np.asarray(leaves[i], dtype=a.dtype) for i, a in zip(dyn_index, avals, strict=True)]
         outputs = entry.executable.execute(inputs)
-        dumper = getattr(entry.executable, "dumper", None)
+        dumper = entry.executable.dumper
         if dumper is not None and flags.get("xla_dump_hlo_snapshots"):
             dumper.snapshot(inputs, outputs)
         return tree_unflatten(entry.out_tree, [np.asarray(o) for o in outputs])

@@ -111,11 +111,11 @@ class Compiled:
 
     def pass_records(self) -> list[Any]:
         """One :class:`~xla_teach.passes.pass_base.PassRecord` per pass run (module before/after, timing)."""
-        recorder = getattr(self.executable, "recorder", None)
+        recorder = self.executable.recorder
         return list(recorder.records) if recorder is not None else []
 
     def compile_timings(self) -> dict[str, float]:
-        return dict(getattr(self.executable, "compile_timings", {}) or {})
+        return dict(self.executable.compile_timings)
 
     def cost_analysis(self) -> dict[str, float]:
         """XLA's HloCostAnalysis summary of the optimized module: ``flops``,
