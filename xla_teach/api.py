@@ -22,6 +22,7 @@ import numpy as np
 from xla_teach import flags
 from xla_teach.backends.options import CompileOptions
 from xla_teach.backends.registry import DEFAULT_BACKEND, compiler_for
+from xla_teach.hlo.errors import MissingConstantsError
 from xla_teach.hlo.ir import HloModule
 
 
@@ -35,7 +36,8 @@ def _debug_level(values: dict[str, Any]) -> int:
 
 def compile_module(module: HloModule | str, backend: str = DEFAULT_BACKEND,
                    options: CompileOptions | None = None) -> Any:
-    """Compile ``module`` (an HloModule or HLO text) for ``backend``."""
+    """Compile ``module`` (an HloModule or HLO text) for ``backend``. A module whose constants
+    were elided (``{...}``) raises :class:`~xla_teach.hlo.errors.MissingConstantsError`."""
     if isinstance(module, str):
         from xla_teach.hlo.parser import parse_hlo
 
@@ -43,6 +45,10 @@ def compile_module(module: HloModule | str, backend: str = DEFAULT_BACKEND,
     if not isinstance(module, HloModule):
         raise ValueError(f"compile_module needs an HloModule or HLO text, got {type(module).__name__} "
                         "(to compile a Python function use xla_teach.jit)")
+    elided = [f"{i.name} ({i.shape})" for c in module.computations for i in c.instructions
+              if i.opcode == "constant" and i.attrs.get("literal_elided")]
+    if elided:
+        raise MissingConstantsError(module.name, elided)
     values = flags.current()
     options = options or CompileOptions.from_flags(values)
     compiler = compiler_for(backend, options)

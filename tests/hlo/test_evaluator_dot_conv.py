@@ -198,3 +198,25 @@ def test_empty_contraction_gives_zeros() -> None:
     empty_rows = dot(np.zeros((0, 4), np.int8), np.ones((4, 2), np.int8), "s32[0,2]",
                      "lhs_contracting_dims={1}, rhs_contracting_dims={0}")
     assert empty_rows.shape == (0, 2) and empty_rows.dtype == np.int32
+
+
+@pytest.mark.parametrize("window", ["size=2 pad=1_0", "size=2 pad=0_1", "size=3 pad=1_1 lhs_dilate=2"])
+def test_padding_and_dilation_holes_take_no_part_in_the_products(window: str) -> None:
+    """XLA skips the cells padding and lhs dilation add: a NaN or inf weight over one adds
+    nothing (the interpreter multiplied them by 0, giving NaN); the CPU kernel agrees."""
+    from xla_teach.api import execute
+
+    text = ("HloModule c\nENTRY e {\n  x = f32[1,1,2] parameter(0)\n  w = f32[1,1,%d] parameter(1)\n"
+            "  ROOT c = f32[1,1,%d] convolution(x, w), window={%s}, dim_labels=bf0_oi0->bf0\n}\n")
+    size = int(window.split()[0].split("=")[1])
+    out = {"size=2 pad=1_0": 2, "size=2 pad=0_1": 2, "size=3 pad=1_1 lhs_dilate=2": 3}[window]
+    module = text % (size, out, window)
+    x = np.array([[[1, 2]]], np.float32)
+    w = np.full((1, 1, size), np.nan, np.float32)
+    w[0, 0, size // 2] = 1.0  # NaN everywhere but the middle tap
+    (interpreted,) = execute(module, [x, w], "interpreter")
+    (compiled,) = execute(module, [x, w], "cpu")
+    np.testing.assert_array_equal(np.isnan(interpreted), np.isnan(compiled))
+    np.testing.assert_array_equal(np.nan_to_num(interpreted), np.nan_to_num(compiled))
+    if window == "size=2 pad=1_0":
+        np.testing.assert_array_equal(interpreted, [[[1, np.nan]]])  # XLA 0.10.2 CPU's answer

@@ -146,3 +146,17 @@ def test_bad_integers_and_strings_in_attributes(root: str, fragment: str, at: st
 def test_bad_layouts(shape: str, fragment: str) -> None:
     text = _module(f"ROOT r = {shape} parameter(1)")
     _check(_error(text), text, fragment, "f32[")
+
+
+def test_a_module_with_elided_constants_says_so_instead_of_running_on_zeros() -> None:
+    from xla_teach.api import compile_module, execute
+    from xla_teach.hlo.errors import MissingConstantsError
+
+    text = "HloModule m\nENTRY e {\n  c = f32[20] constant({...})\n  ROOT n = f32[20] negate(c)\n}\n"
+    module = parse_hlo(text)  # parsing and printing still work: a reader may only want to look
+    assert "constant({...})" in module.to_text()
+    for backend in ("interpreter", "cpu"):
+        with pytest.raises(MissingConstantsError, match=r"constant\(s\) c \(f32\[20\]\{0\}\) were printed as \{\.\.\.\}"):
+            execute(text, [], backend)
+    with pytest.raises(MissingConstantsError, match="--xla_dump_large_constants"):
+        compile_module(module, "cpu")

@@ -71,3 +71,17 @@ class VerificationError(ValueError):
     def __init__(self, message: str, problems: Sequence[str] = ()) -> None:
         self.problems = tuple(problems) or (message,)
         super().__init__(message)
+
+
+class MissingConstantsError(ValueError):
+    """A module whose text printed constants as ``{...}`` (XLA elides every constant of more than
+    10 elements unless asked not to) cannot run: their values are not in the text."""
+
+    def __init__(self, module_name: str, constants: Sequence[str]) -> None:
+        self.constants = tuple(constants)
+        more = len(self.constants) - 5
+        shown = ", ".join(self.constants[:5]) + (f" and {more} more" if more > 0 else "")
+        super().__init__(
+            f"module {module_name} cannot run: its constant(s) {shown} were printed as {{...}}, so their values are "
+            "not in the text (XLA elides constants of more than 10 elements). Dump the module again with "
+            "--xla_dump_large_constants, or replay a snapshot (--xla_dump_hlo_snapshots), which holds the full module")

@@ -279,6 +279,6 @@ def host_thunk(instr: HloInstruction, assignment: BufferAssignment,
     if instr.opcode != "custom-call":
         raise ValueError(f"{instr.name}: {instr.opcode} does not run on the host")
     target = str(instr.attrs["custom_call_target"])
-    return HostCallThunk(instr.name, target, get_custom_call_target(target),
+    return HostCallThunk(instr.name, target, get_custom_call_target(target, instr.shape),
                          [x for op in instr.operands for x in leaves(op)], results,
                          [op.shape for op in instr.operands], instr.shape)

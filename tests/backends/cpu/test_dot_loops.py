@@ -57,3 +57,22 @@ def test_small_float_dot_with_epilogue_matches_the_interpreter_bit_for_bit() -> 
     (got,) = exe.execute(args)
     (want,) = HloEvaluator().evaluate_module(parse_hlo(text), args)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("lhs,rhs,out,dims", [
+    # jnp.einsum("bmk,bkn->bmn") with b = 1, as JAX writes it (issue: a zip() crash in the emitter)
+    ("f32[1,4]", "f32[1,4,2]", "f32[1,2]", "lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={0}, "
+     "rhs_contracting_dims={1}"),
+    ("f32[1,3,4]", "f32[1,4,5]", "f32[1,3,5]", "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+     "rhs_contracting_dims={1}"),
+    ("s32[1,1,3,4]", "s32[1,1,4]", "s32[1,1,3]", "lhs_batch_dims={0,1}, lhs_contracting_dims={3}, "
+     "rhs_batch_dims={0,1}, rhs_contracting_dims={2}"),
+])
+def test_dot_with_batch_dimensions_of_size_one(lhs: str, rhs: str, out: str, dims: str) -> None:
+    text = f"HloModule b\nENTRY e {{\n  a = {lhs} parameter(0)\n  b = {rhs} parameter(1)\n  ROOT d = {out} dot(a, b), {dims}\n}}\n"
+    module = parse_hlo(text)
+    rng = np.random.default_rng(1)
+    args = [rng.integers(-9, 9, p.shape.dimensions).astype(p.shape.dtype) for p in module.entry.parameter_instructions]
+    (got,) = compile_module(text, "cpu").execute(args)
+    (want,) = HloEvaluator().evaluate_module(module, args)
+    np.testing.assert_allclose(got, want, rtol=1e-6)

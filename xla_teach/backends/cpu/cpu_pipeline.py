@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from xla_teach.backends.cpu.passes.change_op_data_type import ChangeOpDataType
 from xla_teach.backends.cpu.passes.dot_strategy import DotStrategy
+from xla_teach.backends.llvm.elemental_emitter import emittable_fusion
 from xla_teach.passes.expanders import add_expanders
 from xla_teach.passes.fusion.row_fusion import RowFusion
 from xla_teach.passes.lowering.reshape_to_bitcast import ReshapeToBitcast
@@ -23,7 +24,7 @@ from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
 
 def cpu_pipeline() -> HloPassPipeline:
     pipeline = default_pipeline("cpu")
-    add_expanders(pipeline)
+    add_expanders(pipeline, keep_fusion=emittable_fusion)
     pipeline.insert_before("fusion", ChangeOpDataType())
     pipeline.insert_before("fusion", TreeReductionRewriter())
     pipeline.insert_before("fusion", RowFusion())

@@ -13,6 +13,7 @@ position (an extra ``iota`` operand) and every sort gives the interpreter's orde
 
 from __future__ import annotations
 
+from xla_teach.backends.llvm.elemental_emitter import emittable_fusion
 from xla_teach.passes.expanders import add_expanders
 from xla_teach.passes.expanders.stable_sort_expander import StableSortExpander
 from xla_teach.passes.fusion.fusion_rules import FusionConfig
@@ -28,7 +29,7 @@ GPU_FUSION = FusionConfig(cheap_ops=frozenset({"divide", "rsqrt"}))
 
 def gpu_pipeline() -> HloPassPipeline:
     pipeline = default_pipeline("gpu", GPU_FUSION)
-    add_expanders(pipeline)
+    add_expanders(pipeline, keep_fusion=emittable_fusion)
     optimization = pipeline.find("optimization")
     assert isinstance(optimization, HloPassPipeline)
     optimization.insert_after("conditional-to-select", StableSortExpander())

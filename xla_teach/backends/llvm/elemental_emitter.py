@@ -254,12 +254,19 @@ class ElementalEmitter:
 
     @generates("bitcast")
     def _gen_bitcast(self, instr: HloInstruction) -> Generator:
-        """Same bytes, new shape/layout: map through the *physical* position."""
+        """Same bytes, new shape/layout: map through the *physical* position. XLA's optimized HLO
+        also bitcasts between element types of one width (``s32[] bitcast(f32[])`` in a sort
+        comparator): the bits are then reinterpreted, as ``bitcast-convert`` does."""
         operand = instr.operand(0)
+        src, dst = operand.shape.element_type, instr.shape.element_type
+        if src is not dst and src.bit_width != dst.bit_width:
+            raise NotImplementedError(f"{instr.name}: a bitcast from {src.value} to {dst.value} changes the "
+                                      "element width (XLA's bitcasts keep it)")
 
         def gen(index: IrIndex) -> ir.Value:
             physical = linearize(self.b, index)
-            return self.value_at(operand, delinearize_physical(self.b, physical, operand.shape))
+            value = self.value_at(operand, delinearize_physical(self.b, physical, operand.shape))
+            return value if src is dst else ops.emit_bitcast_convert(self.b, value, src, dst)
 
         return gen
 
@@ -456,6 +463,18 @@ for _opcode, _info in OPCODES.items():
         GENERATORS.setdefault(_opcode, ElementalEmitter._gen_unary)
     elif _info.kind is OpKind.BINARY:
         GENERATORS.setdefault(_opcode, ElementalEmitter._gen_binary)
+
+
+def emittable_fusion(fusion: HloInstruction) -> bool:
+    """Whether the kernels built on this emitter can compute ``fusion`` as written: a loop,
+    input or output fusion of instructions that all have elemental generators. (A fusion made
+    by another compiler -- XLA's scatter-rooted or kCustom fusions -- is defused instead.)"""
+    from xla_teach.backends.llvm import elemental_windows  # noqa: F401 - registers the looping generators
+
+    if fusion.fusion_kind not in ("kLoop", "kInput", "kOutput"):
+        return False
+    return all(i.opcode == "parameter" or (i.opcode in GENERATORS and (i.opcode != "fusion" or emittable_fusion(i)))
+               for i in fusion.fused_computation.instructions)
 
 
 def constant_array(module: ir.Module, instr: HloInstruction) -> IrArray:

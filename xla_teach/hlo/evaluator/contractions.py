@@ -99,11 +99,13 @@ def handle_convolution(ev: HloEvaluator, instr: HloInstruction, operands: list[V
     if reversed_axes:
         kernel = np.flip(kernel, axis=reversed_axes)
 
-    # Zero padding and lhs dilation are exactly a `pad` of the spatial dimensions.
+    # Padding and lhs dilation place the input in a bigger grid; the new cells are holes that
+    # take no part in any product (XLA skips them: a NaN or inf weight over a hole adds nothing).
     no_pad = PaddingDim(0, 0, 0)
     padding = [no_pad, no_pad] + [PaddingDim(d.padding_low, d.padding_high, d.base_dilation - 1)
                                   for d in window.dimensions]
     padded = pad_array(inputs, np.zeros((), inputs.dtype), padding)
+    real = pad_array(np.ones((1, 1, *inputs.shape[2:]), np.bool_), np.zeros((), np.bool_), padding)[0, 0]
 
     kernel_sizes = kernel.shape[2:]
     out_spatial = []
@@ -119,7 +121,9 @@ def handle_convolution(ev: HloEvaluator, instr: HloInstruction, operands: list[V
             start = position[k] * d.stride
             window_index.append(slice(start, start + (kernel_sizes[k] - 1) * d.window_dilation + 1, d.window_dilation))
         patch = padded[tuple(window_index)]  # [N, C, K...]
-        out[(slice(None), slice(None), *position)] = _contract_patch(patch, kernel, feature_groups, batch_groups)
+        present = real[tuple(window_index[2:])]  # [K...]: False over holes
+        weights = kernel if present.all() else np.where(present, kernel, np.zeros((), kernel.dtype))
+        out[(slice(None), slice(None), *position)] = _contract_patch(patch, weights, feature_groups, batch_groups)
 
     # Back from [N, O, S...] to the output's dimension order.
     canonical = [dnums.output_batch_dimension, dnums.output_feature_dimension, *dnums.output_spatial_dimensions]

@@ -121,7 +121,7 @@ def handle_map(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) -
 def handle_custom_call(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) -> Value:
     """Call the Python function registered for ``custom_call_target`` (see
     :mod:`xla_teach.hlo.custom_calls`) and convert its result to the declared shape."""
-    target = get_custom_call_target(str(instr.attr("custom_call_target")))
+    target = get_custom_call_target(str(instr.attr("custom_call_target")), instr.shape)
     return _coerce(target(*operands), instr.shape, f"custom-call target '{instr.attr('custom_call_target')}'")
 
 

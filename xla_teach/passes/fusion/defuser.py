@@ -4,36 +4,56 @@ Each ``fusion`` instruction is replaced by a copy of its fused computation's ins
 fused parameters wired to the fusion's operands, exactly as ``call-inliner`` inlines a ``call``.
 The module computes the same values, one kernel per instruction instead of one per fusion.
 
-The compile explorer uses it to time instructions *inside* a fusion: the defused module runs with
+The CPU and GPU pipelines run it first, on modules that arrive already fused (XLA's own
+optimized HLO): xla_teach's fusion passes then fuse again with the rules its kernels implement.
+The compile explorer also uses it to time instructions *inside* a fusion: the defused module runs with
 a profiler, and each fused instruction's share of its fusion's measured time is estimated from
 its own time when it ran alone (:func:`defuse_module` says which copy stands for which fused
 instruction, since a copy's name may take a ``.N`` suffix).
 
+The example is a scatter as a fusion root, as XLA CPU writes ``x.at[ids].add(u)``; the
+pipelines' ``defuser`` keeps the fusions xla_teach's kernels can emit and inlines this one.
+
 Before::
 
-    fused_add_exp {
+    add {
+      a = f32[] parameter(0)
+      b = f32[] parameter(1)
+      ROOT s = f32[] add(a, b)
+    }
+    wrapped_scatter {
       p0 = f32[4] parameter(0)
-      p1 = f32[4] parameter(1)
-      a = f32[4] add(p0, p1)
-      ROOT e = f32[4] exponential(a)
+      p1 = s32[2,1] parameter(1)
+      p2 = f32[2,1] parameter(2)
+      ROOT sc = f32[4] scatter(p0, p1, p2), update_window_dims={1}, inserted_window_dims={},
+          scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
     }
     ENTRY main {
       x = f32[4] parameter(0)
-      y = f32[4] parameter(1)
-      ROOT f = f32[4] fusion(x, y), kind=kLoop, calls=fused_add_exp
+      ids = s32[2,1] parameter(1)
+      u = f32[2,1] parameter(2)
+      ROOT f = f32[4] fusion(x, ids, u), kind=kLoop, calls=wrapped_scatter
     }
 
 After::
 
+    add {
+      a = f32[] parameter(0)
+      b = f32[] parameter(1)
+      ROOT s = f32[] add(a, b)
+    }
     ENTRY main {
       x = f32[4] parameter(0)
-      y = f32[4] parameter(1)
-      a.1 = f32[4] add(x, y)
-      ROOT e.1 = f32[4] exponential(a.1)
+      ids = s32[2,1] parameter(1)
+      u = f32[2,1] parameter(2)
+      ROOT sc.1 = f32[4] scatter(x, ids, u), update_window_dims={1}, inserted_window_dims={},
+          scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
     }
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.passes.pass_base import HloPass
@@ -41,11 +61,14 @@ from xla_teach.passes.simplifiers.dce import remove_unreachable_computations
 
 
 def defuse(fusion: HloInstruction) -> dict[str, str]:
-    """Replace ``fusion`` by copies of its fused instructions; returns fused name -> copy's name."""
+    """Replace ``fusion`` by copies of its fused instructions, placed where the fusion was (so
+    the computation's order, and the order of random draws, stays the same); returns fused
+    name -> copy's name."""
     comp = fusion.parent
     assert comp is not None and fusion.opcode == "fusion"
     copies: dict[int, HloInstruction] = {}
     names: dict[str, str] = {}
+    position = comp.instructions.index(fusion)
     for instr in fusion.fused_computation.post_order():
         if instr.opcode == "parameter":
             copies[instr.unique_id] = fusion.operand(instr.parameter_number)
@@ -53,6 +76,9 @@ def defuse(fusion: HloInstruction) -> dict[str, str]:
         copy = instr.clone_with_new_operands(instr.shape, [copies[o.unique_id] for o in instr.operands])
         copy.metadata = instr.metadata
         comp.add_instruction(copy, instr.name)
+        comp.instructions.remove(copy)
+        comp.instructions.insert(position, copy)
+        position += 1
         copies[instr.unique_id] = copy
         names[instr.name] = copy.name
     comp.replace_instruction(fusion, copies[fusion.fused_computation.root.unique_id])
@@ -76,12 +102,36 @@ def defuse_module(module: HloModule) -> dict[str, str]:
 
 
 class Defuser(HloPass):
-    """Inlines every fusion's computation in place of the fusion (module docstring)."""
+    """Inlines fusions' computations in place of the fusions (module docstring): every fusion,
+    or with ``keep``, those for which ``keep(fusion)`` is false.
+
+    The CPU and GPU pipelines run it first with ``keep`` = "our kernels can emit this fusion":
+    a module that arrives fused (XLA's own optimized HLO: a scatter as a fusion root, XLA's
+    kCustom fusions...) keeps the fusions the backend can emit as written, and the others are
+    defused, for xla_teach's fusion passes to fuse again with the rules its kernels implement."""
 
     name = "defuser"
+    is_optimization = False  # the backends cannot emit every fusion another compiler made
+
+    def __init__(self, keep: Callable[[HloInstruction], bool] | None = None) -> None:
+        super().__init__()
+        self.keep = keep
 
     def run(self, module: HloModule) -> bool:
-        names = defuse_module(module)
-        if names:
+        if self.keep is None:
+            names = defuse_module(module)
+        else:
+            names = {}
+            fused = {id(i.fused_computation) for i in module.instructions() if i.opcode == "fusion"}
+            for comp in list(module.computations):
+                if id(comp) in fused:
+                    continue
+                for fusion in [i for i in comp.instructions if i.opcode == "fusion" and not self.keep(i)]:
+                    self.note(f"{comp.name}: defused {fusion.name} ({fusion.fusion_kind}): not a fusion this "
+                              "backend's kernels emit")
+                    names.update(defuse(fusion))
+            if names:
+                remove_unreachable_computations(module)
+        if names and self.keep is None:
             self.note(f"defused {len(names)} fused instructions back into their callers")
         return bool(names)

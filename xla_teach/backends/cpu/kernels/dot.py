@@ -140,7 +140,7 @@ def _emit_ikj(ctx: KernelContext, dot: HloInstruction, em: ElementalEmitter, out
     assert gemm is not None and gemm.batch == 1
     b = ctx.b
     lhs, rhs = dot.operand(0), dot.operand(1)
-    _, lc, lf, _, rc, rf = dot_index_maps(dot)
+    lb, lc, lf, _, rc, rf = dot_index_maps(dot)
     etype = dot.shape.element_type
     zero = ir.Constant(compute_type(etype), 0)
 
@@ -159,7 +159,8 @@ def _emit_ikj(ctx: KernelContext, dot: HloInstruction, em: ElementalEmitter, out
         return em.value_at(rhs, IrIndex(tuple(index), rhs.shape))
 
     def out_index(i: ir.Value, j: ir.Value) -> IrIndex:
-        dims = ([i] if lf else []) + ([j] if rf else [])
+        # Batch dimensions come first in a dot's result; here they all have size 1.
+        dims = [i64(0)] * len(lb) + ([i] if lf else []) + ([j] if rf else [])
         return IrIndex(tuple(dims), out.shape)
 
     def tile_end(start: ir.Value, size: int, stop: ir.Value) -> ir.Value:
