@@ -28,6 +28,7 @@ with ``jit`` and return NumPy arrays.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,29 +39,36 @@ from xla_teach.frontend.errors import CompilationError, expect_pair
 from xla_teach.frontend.pytree import tree_flatten, tree_unflatten
 from xla_teach.frontend.tracer import Primitive, Tape, Tracer, bind, current_context, name_scope, recording
 
-_TRANSPOSING: list[Tape] = []
+
+class _Transposing(threading.local):
+    def __init__(self) -> None:
+        self.tapes: list[Tape] = []  # the tapes whose backward pass is being built, on this thread
+
+
+_TRANSPOSING = _Transposing()
 
 
 def needs_grad(t: Tracer) -> bool:
     """Whether the backward pass being built wants a cotangent for ``t`` (rules use it to
     skip expensive work, e.g. the second ``dot`` of a product with a constant)."""
-    return not _TRANSPOSING or id(t) in _TRANSPOSING[-1].tracked
+    tapes = _TRANSPOSING.tapes
+    return not tapes or id(t) in tapes[-1].tracked
 
 
 def is_recorded(tracers: Sequence[Tracer]) -> bool:
     """Whether a tape of the current trace tracks one of ``tracers``: a gradient may flow
     through an operation on them (loops then store what their backward pass needs)."""
     ctx = current_context()
-    return any(tape.ctx is ctx and any(id(t) in tape.tracked for t in tracers) for tape in tracer._TAPES)
+    return any(tape.ctx is ctx and any(id(t) in tape.tracked for t in tracers) for tape in tracer.active_tapes())
 
 
 def backward_pass(tape: Tape, outputs: Sequence[Tracer], seeds: Sequence[Tracer]) -> dict[int, Tracer]:
     """Cotangents of every tracked value, given the cotangents (``seeds``) of ``outputs``."""
-    _TRANSPOSING.append(tape)
+    _TRANSPOSING.tapes.append(tape)
     try:
         return _backward_pass(tape, outputs, seeds)
     finally:
-        _TRANSPOSING.pop()
+        _TRANSPOSING.tapes.pop()
 
 
 def _backward_pass(tape: Tape, outputs: Sequence[Tracer], seeds: Sequence[Tracer]) -> dict[int, Tracer]:

@@ -34,6 +34,7 @@ import dataclasses
 import functools
 import inspect
 import logging
+import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -122,6 +123,7 @@ class JitFunction:
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         self.name = getattr(fn, "__name__", "fn").replace("<lambda>", "lambda")
         self._cache: dict[Any, _Entry] = {}
+        self._compiling = threading.RLock()  # one trace-and-compile at a time; hits need no lock
         self._hits = 0
         self._misses = 0
         self._seconds = 0.0
@@ -268,20 +270,28 @@ class JitFunction:
         key = self._key(in_tree, statics, avals)
         entry = self._cache.get(key)
         if entry is None:
-            self._misses += 1
-            self._pending_statics, self._pending_static_kwargs = statics
-            start = time.perf_counter()
-            module, out_tree = self.trace(leaves, in_tree, dyn_index, avals)
-            traced = time.perf_counter()
-            entry = _Entry(module, out_tree)
-            entry.executable = self._compile(module)
-            done = time.perf_counter()
-            self._seconds += done - start
-            self._log(in_tree, avals, statics, traced - start, done - traced)
-            self._cache[key] = entry
-        else:
-            self._hits += 1
+            with self._compiling:  # threads that miss together: the first compiles, the rest find it
+                entry = self._cache.get(key)
+                if entry is None:
+                    entry = self._trace_and_compile(key, leaves, in_tree, statics, avals, dyn_index)
+                    return entry, leaves, dyn_index, avals
+        self._hits += 1
         return entry, leaves, dyn_index, avals
+
+    def _trace_and_compile(self, key: Any, leaves: list[Any], in_tree: PyTreeDef, statics: Any,
+                           avals: tuple[ShapedArray, ...], dyn_index: list[int]) -> _Entry:
+        self._misses += 1
+        self._pending_statics, self._pending_static_kwargs = statics
+        start = time.perf_counter()
+        module, out_tree = self.trace(leaves, in_tree, dyn_index, avals)
+        traced = time.perf_counter()
+        entry = _Entry(module, out_tree)
+        entry.executable = self._compile(module)
+        done = time.perf_counter()
+        self._seconds += done - start
+        self._log(in_tree, avals, statics, traced - start, done - traced)
+        self._cache[key] = entry
+        return entry
 
     def _compile(self, module: HloModule) -> Any:
         from xla_teach.api import compile_module

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -144,7 +145,16 @@ class TraceContext:
             self.builder.set_op_metadata(saved)
 
 
-_CONTEXTS: list[TraceContext] = []
+class _ThreadState(threading.local):
+    """What is being traced, per thread: two threads calling jitted functions trace separately
+    (as JAX keeps its trace state per thread)."""
+
+    def __init__(self) -> None:
+        self.contexts: list[TraceContext] = []
+        self.tapes: list[Tape] = []
+
+
+_STATE = _ThreadState()
 
 
 def source_path(file: str) -> str:
@@ -159,16 +169,16 @@ def source_path(file: str) -> str:
 
 def current_context() -> TraceContext | None:
     """The innermost context being traced, or None outside ``jit`` (eager mode)."""
-    return _CONTEXTS[-1] if _CONTEXTS else None
+    return _STATE.contexts[-1] if _STATE.contexts else None
 
 
 @contextlib.contextmanager
 def push_context(ctx: TraceContext) -> Iterator[TraceContext]:
-    _CONTEXTS.append(ctx)
+    _STATE.contexts.append(ctx)
     try:
         yield ctx
     finally:
-        _CONTEXTS.pop()
+        _STATE.contexts.pop()
         ctx.closed = True
 
 
@@ -237,16 +247,18 @@ class Tape:
         self.keep_alive.append(tracer)
 
 
-_TAPES: list[Tape] = []
+def active_tapes() -> list[Tape]:
+    """The tapes recording on this thread, outermost first."""
+    return _STATE.tapes
 
 
 @contextlib.contextmanager
 def recording(tape: Tape) -> Iterator[Tape]:
-    _TAPES.append(tape)
+    _STATE.tapes.append(tape)
     try:
         yield tape
     finally:
-        _TAPES.remove(tape)
+        _STATE.tapes.remove(tape)
 
 
 def bind(primitive: Primitive, *args: Any, **params: Any) -> Any:
@@ -259,7 +271,7 @@ def bind(primitive: Primitive, *args: Any, **params: Any) -> Any:
         result = primitive.lower(ctx.builder, *[t.op for t in inputs], **params)
     ops = list(result) if primitive.multiple_results else [result]
     outputs = [Tracer(ctx, op) for op in ops]
-    for tape in _TAPES:
+    for tape in _STATE.tapes:
         if tape.ctx is ctx and any(id(t) in tape.tracked for t in inputs):
             tape.equations.append(Equation(primitive, inputs, outputs, params, ctx.name_stack))
             for out in outputs:

@@ -18,6 +18,7 @@ passed for another parameter) is copied first, and then stays untouched.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -71,6 +72,7 @@ class SequenceExecutable:
                 self.constants[alloc.index] = to_physical(leaf, value.shape)
         temp = assignment.temp_allocation
         self.temp_arena = aligned_empty(temp.size) if temp is not None else None
+        self._arena_in_use = threading.Lock()  # a second caller at the same time gets its own arena
         root_leaves = comp.root.shape.leaf_indices()
         self.outputs = [(assignment.slice(comp.root, idx), comp.root.shape.subshape(idx)) for idx in root_leaves]
         self.output_allocations = [a for a in assignment.allocations if a.kind == "output"]
@@ -90,7 +92,17 @@ class SequenceExecutable:
 
     def run(self, leaves: Sequence[np.ndarray], profiler: Profiler | None = None) -> list[np.ndarray]:
         """Run on flattened parameter leaves; returns the root's leaves (logical arrays)."""
-        buffers = RunBuffers(self.assignment, self.constants, self.temp_arena)
+        if self._arena_in_use.acquire(blocking=False):
+            try:
+                return self._run(leaves, profiler, self.temp_arena)
+            finally:
+                self._arena_in_use.release()
+        size = self.assignment.temp_allocation.size if self.assignment.temp_allocation is not None else 0
+        return self._run(leaves, profiler, aligned_empty(size) if self.temp_arena is not None else None)
+
+    def _run(self, leaves: Sequence[np.ndarray], profiler: Profiler | None,
+             temp_arena: np.ndarray | None) -> list[np.ndarray]:
+        buffers = RunBuffers(self.assignment, self.constants, temp_arena)
         bound: list[np.ndarray] = []
         for n, ((alloc_index, shape), array) in enumerate(zip(self.parameter_leaves, leaves, strict=True)):
             physical = to_physical(np.asarray(array), shape)  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -107,9 +108,20 @@ class KernelThunk(Thunk):
     def __post_init__(self) -> None:
         self._fn = KERNEL_SIGNATURE(self.address)
         self._args = (ctypes.c_void_p * max(len(self.slices), 1))()
+        self._args_in_use = threading.Lock()
 
     def run(self, buffers: RunBuffers) -> None:
-        args = self._args
+        # One argument array, made once; a second thread running the same executable at the
+        # same time makes its own rather than overwrite it.
+        if not self._args_in_use.acquire(blocking=False):
+            self._call((ctypes.c_void_p * max(len(self.slices), 1))(), buffers)
+            return
+        try:
+            self._call(self._args, buffers)
+        finally:
+            self._args_in_use.release()
+
+    def _call(self, args: ctypes.Array, buffers: RunBuffers) -> None:
         for i, s in enumerate(self.slices):
             args[i] = buffers.address(s)
         if self.partitions <= 1 or self.outer_size < 2:
