@@ -68,3 +68,17 @@ def test_resident_memory_stays_flat_under_load_once_compiled() -> None:
     assert _hammer(f, g, h, seconds=2.0) == []
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mib < 64, f"peak resident memory grew by {grown_mib:.0f} MiB under a steady load"
+
+
+def test_a_dropped_jitted_function_frees_its_executable_and_machine_code() -> None:
+    """Long sessions: compiled code goes with the last reference to its jitted function."""
+    import gc
+    import weakref
+
+    f = xt.jit(lambda x: xnp.sum(x * 3))
+    f(np.ones(8, np.float32))
+    (entry,) = f._cache.values()
+    executable, engine = weakref.ref(entry.executable), weakref.ref(entry.executable.keep_alive)
+    del f, entry
+    gc.collect()
+    assert executable() is None and engine() is None

@@ -78,4 +78,9 @@ def optimize_module(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: i
     pto.loop_unrolling = True
     pb = llvm.create_pass_builder(tm, pto)
     pm = pb.getModulePassManager()
-    pm.run(module, pb)
+    try:
+        pm.run(module, pb)
+    finally:  # freed now: left to the garbage collector, ~70 KiB per compile stayed allocated
+        pm.close()
+        pb.close()
+        pto.close()
