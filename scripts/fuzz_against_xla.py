@@ -1,0 +1,395 @@
+"""A differential fuzzer against real XLA: random JAX programs, XLA's answer vs xla_teach's.
+
+    .venv/bin/pip install -e ".[bench]"             # JAX (XLA) is the oracle
+    .venv/bin/python scripts/fuzz_against_xla.py -n 10000 --seed 0 --out fuzz_out/
+
+Each program is a few (3-10) operations drawn from every op family -- elementwise math,
+comparisons and select, integer and bitwise arithmetic, conversions, reductions, shape ops
+(broadcast, transpose, reshape, slice, concatenate, reverse, pad), dot, cumulative sums, sort,
+argmax -- on f32, f16, bf16, s32 or u8 arrays whose values include the special ones: NaN, +-inf,
+-0.0, integer extremes (and, with --denormals, subnormal floats). JAX lowers it to HLO; XLA CPU
+runs it (``jax.jit``); the same HLO text runs on xla_teach's interpreter and CPU backend. A
+result that differs beyond the tolerance of its dtype and ops, or a crash, is a finding: the
+program is shrunk (operations dropped while it still fails) and written to ``--out`` as a
+reproducer (the HLO, the inputs and XLA's outputs in an .npz, the program as text).
+
+Documented differences that are not findings: XLA's CPU runtime flushes subnormal floats to
+zero and xla_teach does not (so --denormals is off by default); transcendental functions may
+differ by a few ulps (their tolerance is wider).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+FLOATS = ("float32", "float16", "bfloat16")
+INTS = ("int32", "uint8")
+TRANSCENDENTAL = {"exp", "log", "sin", "cos", "tanh", "sqrt", "rsqrt", "log1p", "expm1", "erf", "logistic", "pow"}
+
+
+@dataclass
+class Op:
+    name: str
+    args: tuple[int, ...]  # indices into the value pool
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Program:
+    dtype: str
+    shapes: list[tuple[int, ...]]  # the inputs
+    ops: list[Op]
+
+    def describe(self) -> str:
+        lines = [f"inputs: {', '.join(f'v{i}: {self.dtype}{list(s)}' for i, s in enumerate(self.shapes))}"]
+        n = len(self.shapes)
+        for k, op in enumerate(self.ops):
+            params = f" {op.params}" if op.params else ""
+            lines.append(f"v{n + k} = {op.name}({', '.join(f'v{a}' for a in op.args)}){params}")
+        return "\n".join(lines)
+
+
+# ---- the operations, in jax.numpy; each returns None when it does not apply to its operands ---
+def _unary(name: str):  # type: ignore[no-untyped-def]
+    def apply(jnp, lax, x, params):  # type: ignore[no-untyped-def]
+        floating = jnp.issubdtype(x.dtype, jnp.floating)
+        if name in TRANSCENDENTAL | {"floor", "ceil", "round", "sign"} and not floating:
+            return None
+        if name in ("not", "popcnt", "clz") and floating:
+            return None
+        fn = {"exp": jnp.exp, "log": jnp.log, "sin": jnp.sin, "cos": jnp.cos, "tanh": jnp.tanh,
+              "sqrt": jnp.sqrt, "rsqrt": lax.rsqrt, "log1p": jnp.log1p, "expm1": jnp.expm1, "erf": lax.erf,
+              "logistic": lax.logistic, "abs": jnp.abs, "neg": jnp.negative, "floor": jnp.floor,
+              "ceil": jnp.ceil, "round": lambda v: lax.round(v, lax.RoundingMethod.TO_NEAREST_EVEN),
+              "sign": jnp.sign, "not": jnp.invert, "popcnt": lax.population_count, "clz": lax.clz}[name]
+        return fn(x)
+    return apply
+
+
+def _binary(name: str):  # type: ignore[no-untyped-def]
+    def apply(jnp, lax, x, y, params):  # type: ignore[no-untyped-def]
+        if x.shape != y.shape:
+            return None
+        floating = jnp.issubdtype(x.dtype, jnp.floating)
+        if name in ("and", "or", "xor", "shl", "shr", "rem_int", "div_int") and floating:
+            return None
+        if name == "pow" and not floating:
+            return None
+        fn = {"add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "div": lax.div, "max": jnp.maximum,
+              "min": jnp.minimum, "pow": lax.pow, "atan2": jnp.arctan2, "rem": lax.rem, "and": jnp.bitwise_and,
+              "or": jnp.bitwise_or, "xor": jnp.bitwise_xor, "shl": lax.shift_left, "shr": lax.shift_right_logical,
+              "div_int": lax.div, "rem_int": lax.rem}[name]
+        if name == "atan2" and not floating:
+            return None
+        return fn(x, y)
+    return apply
+
+
+def _select(jnp, lax, x, y, params):  # type: ignore[no-untyped-def]
+    if x.shape != y.shape:
+        return None
+    return jnp.where(x < y, x, y)
+
+
+def _compare_convert(jnp, lax, x, params):  # type: ignore[no-untyped-def]
+    return (x > params["threshold"]).astype(x.dtype)
+
+
+def _convert_roundtrip(jnp, lax, x, params):  # type: ignore[no-untyped-def]
+    return x.astype(params["to"]).astype(x.dtype)
+
+
+def _reduce(jnp, lax, x, params):  # type: ignore[no-untyped-def]
+    if x.ndim == 0:
+        return None
+    axis = params["axis"] % x.ndim
+    fn = {"sum": jnp.sum, "max": jnp.max, "min": jnp.min, "prod": jnp.prod}[params["kind"]]
+    return fn(x, axis=axis, keepdims=params["keepdims"])
+
+
+def _shape_op(jnp, lax, x, params):  # type: ignore[no-untyped-def]
+    kind = params["kind"]
+    if kind == "transpose":
+        return jnp.transpose(x) if x.ndim >= 2 else None
+    if kind == "reshape":
+        return x.reshape(-1)
+    if kind == "reverse":
+        return jnp.flip(x, axis=-1) if x.ndim else None
+    if kind == "slice":
+        return x[..., 1:] if x.ndim and x.shape[-1] > 1 else None
+    if kind == "pad":
+        return jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(1, 2)], constant_values=1) if x.ndim else None
+    if kind == "broadcast":
+        return jnp.broadcast_to(x, (2, *x.shape)) if x.ndim < 3 else None
+    if kind == "concatenate":
+        return jnp.concatenate([x, x], axis=-1) if x.ndim else None
+    return None
+
+
+def _dot(jnp, lax, x, y, params):  # type: ignore[no-untyped-def]
+    if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[0]:
+        if x.ndim == 2 and y.ndim == 2 and x.shape[1] == y.shape[1]:
+            return x @ y.T
+        return None
+    return x @ y
+
+
+def _cumsum(jnp, lax, x, params):  # type: ignore[no-untyped-def]
+    return jnp.cumsum(x, axis=-1) if x.ndim else None
+
+
+def _sort(jnp, lax, x, params):  # type: ignore[no-untyped-def]
+    return jnp.sort(x, axis=-1) if x.ndim else None
+
+
+def _argmax(jnp, lax, x, params):  # type: ignore[no-untyped-def]
+    return jnp.argmax(x, axis=-1).astype(x.dtype) if x.ndim and jnp.issubdtype(x.dtype, jnp.floating) else None
+
+
+UNARY = ["exp", "log", "sin", "cos", "tanh", "sqrt", "rsqrt", "log1p", "expm1", "erf", "logistic", "abs", "neg",
+         "floor", "ceil", "round", "sign", "not", "popcnt", "clz"]
+BINARY = ["add", "sub", "mul", "div", "max", "min", "pow", "atan2", "rem", "and", "or", "xor", "shl", "shr"]
+OPS: dict[str, Any] = {**{n: _unary(n) for n in UNARY}, **{n: _binary(n) for n in BINARY},
+                       "select": _select, "compare": _compare_convert, "convert": _convert_roundtrip,
+                       "reduce": _reduce, "shape": _shape_op, "dot": _dot, "cumsum": _cumsum, "sort": _sort,
+                       "argmax": _argmax}
+ARITY = {**{n: 1 for n in UNARY}, **{n: 2 for n in BINARY}, "select": 2, "compare": 1, "convert": 1, "reduce": 1,
+         "shape": 1, "dot": 2, "cumsum": 1, "sort": 1, "argmax": 1}
+
+
+def random_program(rng: np.random.Generator) -> Program:
+    dtype = str(rng.choice(FLOATS + INTS, p=[0.45, 0.1, 0.1, 0.25, 0.1]))
+    base = tuple(int(d) for d in rng.choice([1, 2, 3, 4, 5, 8], size=rng.integers(1, 3)))
+    shapes = [base] * int(rng.integers(1, 4))
+    if len(base) == 2 and rng.random() < 0.4:
+        shapes.append((base[1], int(rng.choice([1, 3, 4]))))  # something to multiply with
+    ops = []
+    for _ in range(int(rng.integers(3, 11))):
+        name = str(rng.choice(list(OPS)))
+        pool = len(shapes) + len(ops)
+        args = tuple(int(a) for a in rng.integers(0, pool, ARITY[name]))
+        params: dict[str, Any] = {}
+        if name == "compare":
+            params["threshold"] = float(rng.choice([0.0, 0.5, -1.0]))
+        elif name == "convert":
+            params["to"] = str(rng.choice(["float32", "float16", "bfloat16", "int32", "uint8"]))
+        elif name == "reduce":
+            params = {"axis": int(rng.integers(0, 3)), "kind": str(rng.choice(["sum", "max", "min", "prod"])),
+                      "keepdims": bool(rng.random() < 0.5)}
+        elif name == "shape":
+            params["kind"] = str(rng.choice(["transpose", "reshape", "reverse", "slice", "pad", "broadcast",
+                                             "concatenate"]))
+        ops.append(Op(name, args, params))
+    return Program(dtype, shapes, ops)
+
+
+def build(program: Program, jnp: Any, lax: Any):  # type: ignore[no-untyped-def]
+    """The program as a Python function of its inputs, over ``jnp``/``lax``; ops that do not
+    apply to their operands are skipped. It returns every value computed (not the inputs)."""
+    def fn(*inputs):  # type: ignore[no-untyped-def]
+        pool = list(inputs)
+        outs = []
+        for op in program.ops:
+            args = [pool[a] for a in op.args]
+            value = OPS[op.name](jnp, lax, *args, op.params)
+            if value is None:
+                value = args[0]  # keeps the pool's numbering
+            else:
+                outs.append(value)
+            pool.append(value)
+        return tuple(outs) if outs else (pool[0] + 0,)
+    return fn
+
+
+def random_inputs(program: Program, rng: np.random.Generator, denormals: bool) -> list[np.ndarray]:
+    import ml_dtypes
+
+    dtype = ml_dtypes.bfloat16 if program.dtype == "bfloat16" else np.dtype(program.dtype)
+    out = []
+    for shape in program.shapes:
+        n = int(np.prod(shape))
+        if program.dtype in FLOATS:
+            specials = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1.0, -1.0, 0.5, 2.0, 1e4, -3.5]
+            if denormals:
+                specials += [1e-39 if program.dtype == "float32" else 1e-6]
+            values = rng.standard_normal(n) * rng.choice([1, 3, 100])
+            mask = rng.random(n) < 0.3
+            values[mask] = rng.choice(specials, mask.sum())
+        else:
+            info = np.iinfo(dtype)
+            values = rng.integers(-20 if info.min < 0 else 0, 21, n).astype(np.int64)
+            mask = rng.random(n) < 0.2
+            values[mask] = rng.choice([info.min, info.max, 0, 1, -1 if info.min < 0 else 2], mask.sum())
+        out.append(np.asarray(values).astype(dtype).reshape(shape))
+    return out
+
+
+def _tolerance(program: Program, dtype: np.dtype) -> tuple[float, float]:
+    transcendental = any(op.name in TRANSCENDENTAL for op in program.ops)
+    long_sums = any(op.name in ("reduce", "dot", "cumsum") for op in program.ops)
+    base = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 2e-2}.get(str(dtype), 0.0)
+    if base == 0.0:
+        return 0.0, 0.0
+    factor = (8 if transcendental else 1) * (8 if long_sums else 1)
+    return base * factor, base * factor
+
+
+def compare(program: Program, want: list[np.ndarray], got: list[np.ndarray]) -> str | None:
+    """None when ``got`` matches ``want`` within the tolerance; else what differs."""
+    if len(want) != len(got):
+        return f"{len(got)} results, XLA gave {len(want)}"
+    for i, (w, g) in enumerate(zip(want, got, strict=True)):
+        w, g = np.asarray(w), np.asarray(g)
+        if w.shape != g.shape or w.dtype != g.dtype:
+            return f"result {i}: {g.dtype}{list(g.shape)}, XLA {w.dtype}{list(w.shape)}"
+        rtol, atol = _tolerance(program, w.dtype)
+        if w.dtype.kind in "iub" or rtol == 0.0:
+            if not np.array_equal(w, g):
+                return f"result {i}: {g.ravel()[:8]} vs XLA {w.ravel()[:8]}"
+            continue
+        w64, g64 = w.astype(np.float64), g.astype(np.float64)
+        same_nan = np.isnan(w64) == np.isnan(g64)
+        close = np.isclose(g64, w64, rtol=rtol, atol=atol) | (np.isnan(w64) & np.isnan(g64))
+        infinite = np.isinf(w64) | np.isinf(g64)
+        close &= ~infinite | (w64 == g64)
+        if not (same_nan.all() and close.all()):
+            bad = np.flatnonzero(~(same_nan & close))[:4]
+            return f"result {i} at {bad.tolist()}: {g64.ravel()[bad]} vs XLA {w64.ravel()[bad]}"
+    return None
+
+
+@dataclass
+class Outcome:
+    kind: str  # "ok", "mismatch", "crash", "skipped"
+    backend: str = ""
+    detail: str = ""
+
+
+def run_one(program: Program, args: list[np.ndarray], backends: list[str]) -> list[Outcome]:
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    from xla_teach.api import execute
+
+    fn = build(program, jnp, lax)
+    try:
+        text = jax.jit(fn, keep_unused=True).lower(*args).compiler_ir("hlo").as_hlo_text()
+        want = [np.asarray(v) for v in jax.jit(fn, keep_unused=True)(*args)]
+    except Exception as e:  # noqa: BLE001 - JAX refused the program: not ours to judge
+        return [Outcome("skipped", detail=f"JAX: {type(e).__name__}: {e}"[:200])]
+    outcomes = []
+    for backend in backends:
+        try:
+            got = execute(text, list(args), backend)
+        except Exception:  # noqa: BLE001 - every crash is a finding
+            outcomes.append(Outcome("crash", backend, traceback.format_exc(limit=6)[-1500:]))
+            continue
+        problem = compare(program, want, got)
+        outcomes.append(Outcome("ok", backend) if problem is None else Outcome("mismatch", backend, problem))
+    return outcomes
+
+
+def shrink(program: Program, args: list[np.ndarray], backends: list[str]) -> Program:
+    """Drop operations (last first) while the program still fails on a backend (same inputs)."""
+    def fails(p: Program) -> bool:
+        return any(o.kind in ("mismatch", "crash") for o in run_one(p, args, backends))
+
+    current = program
+    changed = True
+    while changed and len(current.ops) > 1:
+        changed = False
+        for k in reversed(range(len(current.ops))):
+            trial = Program(current.dtype, current.shapes, current.ops[:k] + current.ops[k + 1:])
+            n = len(trial.shapes)
+            if any(a >= n + i for i, op in enumerate(trial.ops) for a in op.args):
+                continue  # an operand that no longer exists
+            if fails(trial):
+                current, changed = trial, True
+                break
+    return current
+
+
+def write_reproducer(out: Path, index: int, program: Program, args: list[np.ndarray], outcome: Outcome) -> Path:
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    folder = out / f"finding_{index:05d}_{outcome.backend}_{outcome.kind}"
+    folder.mkdir(parents=True, exist_ok=True)
+    fn = build(program, jnp, lax)
+    (folder / "module.hlo").write_text(jax.jit(fn, keep_unused=True).lower(*args).compiler_ir("hlo").as_hlo_text())
+    want = jax.jit(fn, keep_unused=True)(*args)
+    np.savez(folder / "io.npz", **{f"arg{i}": a for i, a in enumerate(args)},
+             **{f"out{i}": np.asarray(w) for i, w in enumerate(want)})
+    report = f"{program.describe()}\n\n{outcome.backend}: {outcome.kind}\n{outcome.detail}\n"
+    (folder / "program.txt").write_text(report)
+    return folder
+
+
+def fuzz(n: int, seed: int, backends: list[str], out: Path | None, denormals: bool,
+         progress: bool = True) -> dict[str, Any]:
+    counts = {"programs": 0, "skipped": 0, "ok": 0, "mismatch": 0, "crash": 0}
+    findings = []
+    start = time.perf_counter()
+    for i in range(n):
+        rng = np.random.default_rng([seed, i])
+        program = random_program(rng)
+        args = random_inputs(program, rng, denormals)
+        outcomes = run_one(program, args, backends)
+        counts["programs"] += 1
+        if outcomes[0].kind == "skipped":
+            counts["skipped"] += 1
+            continue
+        for o in outcomes:
+            counts[o.kind] += 1
+        bad = [o for o in outcomes if o.kind != "ok"]
+        if bad:
+            findings.append({"index": i, "backend": bad[0].backend, "kind": bad[0].kind, "detail": bad[0].detail[-400:],
+                             "program": program.describe()})
+            if out is not None:
+                write_reproducer(out, i, shrink(program, args, backends), args, bad[0])
+        if progress and (i + 1) % 100 == 0:
+            print(f"{i + 1}/{n} programs, {counts['mismatch']} mismatches, {counts['crash']} crashes, "
+                  f"{time.perf_counter() - start:.0f} s", flush=True)
+    return {"counts": counts, "findings": findings, "seconds": time.perf_counter() - start,
+            "backends": backends, "seed": seed, "denormals": denormals}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", type=int, default=1000, help="programs to run (default 1000)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backends", default="interpreter,cpu")
+    parser.add_argument("--out", default="", help="folder for reproducers and summary.json (never overwritten)")
+    parser.add_argument("--denormals", action="store_true", help="also draw subnormal floats (XLA flushes them)")
+    a = parser.parse_args(argv)
+    out = Path(a.out) if a.out else None
+    if out is not None:
+        if out.exists() and any(out.iterdir()):
+            parser.error(f"{out} exists and is not empty; not overwriting it")
+        out.mkdir(parents=True, exist_ok=True)
+    result = fuzz(a.n, a.seed, a.backends.split(","), out, a.denormals)
+    print(json.dumps(result["counts"]), f"in {result['seconds']:.0f} s")
+    for f in result["findings"][:20]:
+        print(f"- program {f['index']} ({f['backend']}, {f['kind']}): {f['detail'][:160]}")
+    if out is not None:
+        (out / "summary.json").write_text(json.dumps(result, indent=1))
+    return 0 if not result["findings"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
