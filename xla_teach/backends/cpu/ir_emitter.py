@@ -20,6 +20,7 @@ from xla_teach.backends.cpu.kernels.dot import emit_dot_kernel
 from xla_teach.backends.cpu.kernels.loop import emit_loop_kernel
 from xla_teach.backends.cpu.kernels.reduction import emit_reduction_kernel
 from xla_teach.backends.cpu.kernels.row_fusion import emit_row_fusion_kernel
+from xla_teach.backends.cpu.kernels.scan import emit_scan_kernel, scan_dimension
 from xla_teach.backends.cpu.kernels.sort import emit_sort_kernel
 from xla_teach.backends.llvm.ir_emitter_base import EXPANDED_BY, HostPlan, IrEmitterBase, SequencePlan
 from xla_teach.backends.llvm.kernel_context import KernelContext, find_dot_in, is_reduction_hero
@@ -98,6 +99,8 @@ class CpuIrEmitter(IrEmitterBase):
             raise NotImplementedError(
                 f"{instr.name}: '{op}' has no kernel; the '{EXPANDED_BY[op]}' pass rewrites it before code "
                 "generation, and it did not run (--xla_disable_hlo_passes?)")
+        if op == "reduce-window" and scan_dimension(instr) is not None:
+            return emit_scan_kernel  # cumsum & co.: one pass per row, not one window per element
         if is_row_fusion(instr):
             return emit_row_fusion_kernel
         hero = instr.fused_computation.root if op == "fusion" else instr
