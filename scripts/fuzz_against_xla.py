@@ -21,6 +21,7 @@ differ by a few ulps (their tolerance is wider).
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import sys
 import time
@@ -341,11 +342,13 @@ def write_reproducer(out: Path, index: int, program: Program, args: list[np.ndar
 
 
 def fuzz(n: int, seed: int, backends: list[str], out: Path | None, denormals: bool,
-         progress: bool = True) -> dict[str, Any]:
+         progress: bool | str = True, start: int = 0) -> dict[str, Any]:
     counts = {"programs": 0, "skipped": 0, "ok": 0, "mismatch": 0, "crash": 0}
     findings = []
-    start = time.perf_counter()
-    for i in range(n):
+    began = time.perf_counter()
+    for i in range(start, start + n):
+        if progress == "each":
+            print(f"program {i}", flush=True)
         rng = np.random.default_rng([seed, i])
         program = random_program(rng)
         args = random_inputs(program, rng, denormals)
@@ -362,10 +365,10 @@ def fuzz(n: int, seed: int, backends: list[str], out: Path | None, denormals: bo
                              "program": program.describe()})
             if out is not None:
                 write_reproducer(out, i, shrink(program, args, backends), args, bad[0])
-        if progress and (i + 1) % 100 == 0:
+        if progress and (i + 1 - start) % 100 == 0:
             print(f"{i + 1}/{n} programs, {counts['mismatch']} mismatches, {counts['crash']} crashes, "
-                  f"{time.perf_counter() - start:.0f} s", flush=True)
-    return {"counts": counts, "findings": findings, "seconds": time.perf_counter() - start,
+                  f"{time.perf_counter() - began:.0f} s", flush=True)
+    return {"counts": counts, "findings": findings, "seconds": time.perf_counter() - began,
             "backends": backends, "seed": seed, "denormals": denormals}
 
 
@@ -373,23 +376,81 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", type=int, default=1000, help="programs to run (default 1000)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--start", type=int, default=0, help="index of the first program (to rerun a stretch)")
+    parser.add_argument("--verbose", action="store_true", help="print each program's index before it runs")
     parser.add_argument("--backends", default="interpreter,cpu")
     parser.add_argument("--out", default="", help="folder for reproducers and summary.json (never overwritten)")
     parser.add_argument("--denormals", action="store_true", help="also draw subnormal floats (XLA flushes them)")
+    parser.add_argument("--chunk", type=int, default=250, help="programs per worker process (default 250)")
+    parser.add_argument("--worker", default="", help=argparse.SUPPRESS)  # internal: write the result here
     a = parser.parse_args(argv)
+    faulthandler.enable()  # a crash of the process itself prints where it happened
+    if a.worker:  # one stretch, in this process
+        result = fuzz(a.n, a.seed, a.backends.split(","), Path(a.out) if a.out else None, a.denormals, "each", a.start)
+        Path(a.worker).write_text(json.dumps(result))
+        return 0
     out = Path(a.out) if a.out else None
     if out is not None:
         if out.exists() and any(out.iterdir()):
             parser.error(f"{out} exists and is not empty; not overwriting it")
         out.mkdir(parents=True, exist_ok=True)
-    result = fuzz(a.n, a.seed, a.backends.split(","), out, a.denormals)
+    result = run_in_workers(a, out)
     print(json.dumps(result["counts"]), f"in {result['seconds']:.0f} s")
     for f in result["findings"][:20]:
         print(f"- program {f['index']} ({f['backend']}, {f['kind']}): {f['detail'][:160]}")
+    for f in result["process_crashes"]:
+        print(f"- program {f['index']}: the process died ({f['detail']})")
     if out is not None:
         (out / "summary.json").write_text(json.dumps(result, indent=1))
     return 0 if not result["findings"] else 1
 
+
+def run_in_workers(a: argparse.Namespace, out: Path | None) -> dict[str, Any]:
+    """Stretches of programs in child processes, so that a program that kills its process (a
+    native crash -- seen in jaxlib's own HLO conversion) is recorded and the run goes on after it."""
+    import subprocess
+    import tempfile
+
+    total: dict[str, Any] = {"counts": {"programs": 0, "skipped": 0, "ok": 0, "mismatch": 0, "crash": 0},
+                             "findings": [], "process_crashes": [], "seconds": 0.0, "backends": a.backends.split(","),
+                             "seed": a.seed, "denormals": a.denormals}
+    began = time.perf_counter()
+    index, end = a.start, a.start + a.n
+    while index < end:
+        n = min(a.chunk, end - index)
+        with tempfile.TemporaryDirectory() as tmp:
+            result_file = Path(tmp) / "result.json"
+            command = [sys.executable, __file__, "--worker", str(result_file), "-n", str(n), "--start", str(index),
+                       "--seed", str(a.seed), "--backends", a.backends] + (["--out", str(out)] if out else []) + \
+                (["--denormals"] if a.denormals else [])
+            done = subprocess.run(command, capture_output=True, text=True)
+            if result_file.is_file():
+                result = json.loads(result_file.read_text())
+                for k, v in result["counts"].items():
+                    total["counts"][k] += v
+                total["findings"] += result["findings"]
+                index += n
+            else:
+                started = [int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("program ")]
+                dead = started[-1] if started else index
+                finished = dead - index
+                if finished:  # rerun the stretch before the crash to count it
+                    a_part = argparse.Namespace(**{**vars(a), "start": index, "n": finished})
+                    part = run_in_workers(a_part, out)
+                    for k, v in part["counts"].items():
+                        total["counts"][k] += v
+                    total["findings"] += part["findings"]
+                    total["process_crashes"] += part["process_crashes"]
+                last = (done.stderr.strip().splitlines() or ["?"])
+                total["process_crashes"].append({"index": dead, "detail": f"exit {done.returncode}: "
+                                                 f"{next((x for x in last if 'Fatal' in x), last[-1])[:200]}"})
+                total["counts"]["programs"] += 1
+                total["counts"]["skipped"] += 1
+                index = dead + 1
+        print(f"{index - a.start}/{a.n} programs, {total['counts']['mismatch']} mismatches, "
+              f"{total['counts']['crash']} crashes, {time.perf_counter() - began:.0f} s", flush=True)
+    total["seconds"] = time.perf_counter() - began
+    return total
 
 if __name__ == "__main__":
     sys.exit(main())
