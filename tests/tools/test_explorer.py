@@ -299,6 +299,14 @@ def test_explorer_in_a_browser_steps_searches_and_follows_a_source_line(browser,
     assert browser.find_element(By.CSS_SELECTOR, "#details h2").text.split()[0] == fusion
     assert "FUSED INSTRUCTIONS" in browser.find_element(By.ID, "details").text.upper()
     browser.save_screenshot(str(shots / "4_fusion_opened.png"))
+    # Why it was fused: the fusion passes' notes that name an instruction are in its panel.
+    noted = next(r.notes[0].split()[0] for r in passes if r.pass_name == "row-fusion" and r.notes)
+    search = browser.find_element(By.ID, "search")
+    search.clear()
+    search.send_keys(noted.rstrip(":"))
+    search.send_keys(Keys.ENTER)
+    assert "FUSION DECISIONS" in browser.find_element(By.ID, "details").text.upper()
+    search.clear()
     # The memory view: a bar per buffer, the peak named in the panel.
     body.send_keys("m")
     assert browser.execute_script("return document.querySelectorAll('#graph g.buffer').length") >= 10

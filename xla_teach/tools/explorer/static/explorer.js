@@ -316,6 +316,11 @@
         x.source_file === o.source_file && x.source_line === o.source_line).map(([n]) => n);
       if (same.length) html += '<div class="stat">Same line: ' + same.slice(0, 40).map(nameLink).join(", ") + (same.length > 40 ? " &hellip;" : "") + "</div>";
     }
+    const decisions = fusionDecisions(name);
+    if (decisions.length) {
+      html += "<h3>Fusion decisions</h3><ul class=notes>" + decisions.slice(0, 8).map((d) => "<li><span class=stat>" + esc(d.pass) +
+        ":</span> " + linkNames(esc(d.note)) + "</li>").join("") + "</ul>";
+    }
     if (o.members) html += "<h3>Fused instructions</h3><div>" + o.members.map(nameLink).join(", ") + "</div>";
     const inside = data.profile && (data.profile.inside || {})[name];
     if (inside) {
@@ -350,6 +355,19 @@
     return "<dt>live</dt><dd>steps " + mine.start + "&ndash;" + mine.end + " of " + m.steps.length + " (" + esc(mine.kind) + ", " + kib(mine.size) +
       "); could not share bytes with the " + overlap.length + " buffer(s) live at the same time" + (overlap.length ? ", the largest: " +
       overlap.slice(0, 6).map((b) => nameLink(b.names[0]) + " (" + kib(b.size) + ", steps " + b.start + "&ndash;" + b.end + ")").join(", ") : "") + "</dd>";
+  }
+
+  // What the fusion passes said about an instruction: why it was (or was not) fused, by name.
+  function fusionDecisions(name) {
+    const found = [];
+    for (const p of data.passes) {
+      if (!/fusion/.test(p.name)) continue;
+      for (const note of p.notes) {
+        const words = note.match(/[A-Za-z_][\w.\-]*/g) || [];
+        if (words.some((w) => w.replace(/\.$/, "") === name)) found.push({pass: p.name, note});
+      }
+    }
+    return found;
   }
 
   // ---- memory: every buffer the peak counts, over the ENTRY's schedule -------------------------
