@@ -4,13 +4,15 @@ See :func:`xla_teach.passes.pipeline.default_pipeline` for the shared part and
 its documented order; the CPU adds the expanders first (``rng-expander``,
 ``topk-decomposer``, ``tuple-constant-splitter``, ``all-reduce-splitter``,
 ``conditional-to-select``: ops with no kernel of their own), ``change-op-data-type``
-(f16/bf16 and mixed-type products computed in f32), its fusion rules, the dot strategy, and
+(f16/bf16 and mixed-type products computed in f32), ``convolution-to-dot`` (im2col and one
+BLAS product), its fusion rules, the dot strategy, and
 the memory scheduler that backends need before buffer assignment.
 """
 
 from __future__ import annotations
 
 from xla_teach.backends.cpu.passes.change_op_data_type import ChangeOpDataType
+from xla_teach.backends.cpu.passes.convolution_to_dot import ConvolutionToDot
 from xla_teach.backends.cpu.passes.dot_strategy import DotStrategy
 from xla_teach.backends.llvm.elemental_emitter import emittable_fusion
 from xla_teach.passes.expanders import add_expanders
@@ -26,6 +28,7 @@ def cpu_pipeline() -> HloPassPipeline:
     pipeline = default_pipeline("cpu")
     add_expanders(pipeline, keep_fusion=emittable_fusion)
     pipeline.insert_before("fusion", ChangeOpDataType())
+    pipeline.insert_before("fusion", ConvolutionToDot())
     pipeline.insert_before("fusion", TreeReductionRewriter())
     pipeline.insert_before("fusion", RowFusion())
     pipeline.add_pass(HloPassPipeline("cpu-codegen-prepare", [
