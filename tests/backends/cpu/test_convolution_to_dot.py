@@ -38,13 +38,21 @@ def test_rewritten_convolution_matches_the_interpreter(t: str, x: str, w: str, o
                                                        labels: str, extra: str) -> None:
     text = CONV.format(t=t, x=x, w=w, out=out, window=window, labels=labels, extra=extra)
     exe = compile_module(text, "cpu")
-    assert "convolution(" not in exe.module.to_text() and " dot(" in exe.module.to_text()
+    optimized = exe.module.to_text()
+    assert " dot(" in optimized
+    # A padded one is guarded: the dot when every weight is finite, else the convolution as written.
+    assert (" conditional(" in optimized) == ("pad=" in window)
+    assert (optimized.count("convolution(") == 1) == ("pad=" in window)
     rng = np.random.default_rng(0)
     dtype = np.float64 if t == "f64" else np.float32
     args = [rng.standard_normal(tuple(int(d) for d in s.split(","))).astype(dtype) for s in (x, w)]
-    (got,) = exe.execute(args)
-    (want,) = HloEvaluator().evaluate_module(parse_hlo(text), args)
-    np.testing.assert_allclose(got, want, rtol=1e-5 if t == "f32" else 1e-12, atol=1e-5 if t == "f32" else 1e-12)
+    tol = 1e-5 if t == "f32" else 1e-12
+    for weights in ("finite", "with a NaN"):
+        if weights == "with a NaN":
+            args[1].flat[0] = np.nan
+        (got,) = exe.execute(args)
+        (want,) = HloEvaluator().evaluate_module(parse_hlo(text), args)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)
 
 
 @pytest.mark.parametrize("window,extra,out", [("size=3x3 rhs_dilate=2x2", "", "1,4,4,4"),

@@ -16,6 +16,11 @@ the bytes where they are):
     patches[n, o..., (k, c)] = padded[n, o * stride + k, c]
     out[n, o..., f] = sum over (k, c) of patches[n, o..., (k, c)] * kernel[k, c, f]
 
+Padding cells take no part in a convolution's products (a NaN or inf weight over one adds
+nothing, as XLA computes it), but in the patch matrix they are zeros the dot multiplies. So a
+padded convolution becomes ``conditional(every weight finite, im2col + dot, the convolution as
+written)``: with finite weights the extra products are exact zeros.
+
 This pass rewrites convolutions without grouping, dilation or window reversal whose patch
 matrix stays under 256 MiB; transposes put the dimensions
 where the rest expects them when they are not there already. The sums are the same terms in another
@@ -52,6 +57,7 @@ import math
 
 from xla_teach.hlo.attributes import PaddingDim, SliceDim
 from xla_teach.hlo.ir import HloComputation, HloInstruction
+from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPass
 from xla_teach.passes.rewrite_utils import add_constant, add_instruction
@@ -80,10 +86,10 @@ def _why_not(conv: HloInstruction) -> str | None:
     return None
 
 
-def _rewrite(comp: HloComputation, conv: HloInstruction) -> HloInstruction:
+def _rewrite(comp: HloComputation, conv: HloInstruction, x: HloInstruction, w: HloInstruction) -> HloInstruction:
+    """``conv`` of ``x`` and ``w`` (instructions of ``comp``) as im2col slices and one dot."""
     dnums = conv.attr("dim_labels")
     window = conv.attr("window").dimensions
-    x, w = conv.operands
     spatial = len(dnums.input_spatial_dimensions)
     # Input as [N, S..., C], padded.
     order = [dnums.input_batch_dimension, *dnums.input_spatial_dimensions, dnums.input_feature_dimension]
@@ -139,20 +145,63 @@ def _offsets(sizes: list[int]) -> list[tuple[int, ...]]:
     return offsets
 
 
+def _guarded(comp: HloComputation, conv: HloInstruction, exact: set[int]) -> HloInstruction:
+    """``conditional(every weight finite, im2col + dot, the convolution)``: padding cells take no
+    part in a convolution's products (a NaN or inf weight over one adds nothing), but in the
+    patch matrix they are zeros that the dot multiplies. With finite weights that adds exact
+    zeros; a kernel holding NaN or inf runs the convolution as written."""
+    module = comp.parent
+    assert module is not None
+    x, w = conv.operands
+    pred = Shape.array(PrimitiveType.PRED, ())
+    both = HloComputation("and_reducer")
+    a, b = both.add_parameter(pred, "a"), both.add_parameter(pred, "b")
+    both.root_instruction = both.add_instruction(HloInstruction("and", pred, [a, b]))
+    finite = add_instruction(comp, "is-finite", [w])
+    all_finite = add_instruction(comp, "reduce", [finite, add_constant(comp, True, PrimitiveType.PRED)],
+                                 {"dimensions": tuple(range(w.shape.rank)), "to_apply": both})
+    packed = add_instruction(comp, "tuple", [x, w])
+    branches = []
+    for name in ("im2col_dot", "exact_convolution"):
+        branch = HloComputation(f"{conv.name}.{name}")
+        param = branch.add_parameter(packed.shape, "operands")
+        bx = branch.add_instruction(HloInstruction("get-tuple-element", x.shape, [param], {"index": 0}), "x")
+        bw = branch.add_instruction(HloInstruction("get-tuple-element", w.shape, [param], {"index": 1}), "w")
+        if name == "im2col_dot":
+            branch.root_instruction = _rewrite(branch, conv, bx, bw)
+        else:
+            branch.root_instruction = branch.add_instruction(conv.clone_with_new_operands(conv.shape, [bx, bw]))
+            exact.add(branch.root_instruction.unique_id)  # stays a convolution
+        branches.append(branch)
+    for new in (both, *branches):  # callees before their caller, as the module keeps them
+        module.add_computation(new)
+        module.computations.remove(new)
+        module.computations.insert(module.computations.index(comp), new)
+    return add_instruction(comp, "conditional", [all_finite, packed, packed],
+                           {"true_computation": branches[0], "false_computation": branches[1]}, shape=conv.shape)
+
+
 class ConvolutionToDot(HloPass):
     """Rewrites convolutions into im2col slices and one dot (module docstring)."""
 
     name = "convolution-to-dot"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._exact: set[int] = set()  # the convolutions of the guards' exact branches
+
     def run_on_computation(self, comp: HloComputation) -> bool:
         changed = False
-        for conv in [i for i in comp.instructions if i.opcode == "convolution"]:
+        for conv in [i for i in comp.instructions if i.opcode == "convolution" and i.unique_id not in self._exact]:
             why = _why_not(conv)
             if why is not None:
                 self.note(f"{conv.name}: left as a convolution ({why})")
                 continue
             name = conv.name
-            comp.replace_instruction(conv, _rewrite(comp, conv)).name = name
-            self.note(f"{name}: im2col patches x kernel as one dot")
+            padded = any(d.padding_low or d.padding_high for d in conv.attr("window").dimensions)
+            new = _guarded(comp, conv, self._exact) if padded else _rewrite(comp, conv, *conv.operands)
+            comp.replace_instruction(conv, new).name = name
+            self.note(f"{name}: im2col patches x kernel as one dot" + (
+                " (padded: when every weight is finite; else the convolution as written)" if padded else ""))
             changed = True
         return changed
