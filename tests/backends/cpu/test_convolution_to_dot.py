@@ -64,3 +64,17 @@ def test_grouped_and_dilated_convolutions_stay_convolutions(window: str, extra: 
     assert "convolution(" in exe.module.to_text()
     notes = [n for r in exe.recorder.records if r.pass_name == "convolution-to-dot" for n in r.notes]
     assert notes and ("dilated" in notes[0] or "grouped" in notes[0])
+
+
+@pytest.mark.parametrize("dims,out", [("6,8", "48"), ("64,3,1024", "192,1024"), ("5,7,3", "5,21")])
+def test_a_fusion_rooted_in_a_reshape_loops_over_its_operand(dims: str, out: str) -> None:
+    """The loop kernel runs such a fusion over the reshape's operand and stores into the same
+    bytes (what makes the im2col patch matrix cheap); results equal the interpreter's exactly."""
+    text = (f"HloModule r\nENTRY e {{\n  x = f32[{dims}] parameter(0)\n  s = f32[{dims}] negate(x)\n"
+            f"  t = f32[{dims}] multiply(s, x)\n  ROOT r = f32[{out}] reshape(t)\n}}\n")
+    exe = compile_module(text, "cpu")
+    assert "kind=kLoop" in exe.module.to_text()
+    x = np.random.default_rng(3).standard_normal(tuple(int(d) for d in dims.split(","))).astype(np.float32)
+    (got,) = exe.execute([x])
+    (want,) = HloEvaluator().evaluate_module(parse_hlo(text), [x])
+    np.testing.assert_array_equal(got, want)

@@ -2,7 +2,9 @@
 
 Used for ``kLoop`` fusions and for every unfused elementwise or data-movement
 instruction (and for windows, convolutions and maps, whose generators loop
-inside). A multi-output loop fusion stores all its outputs in the same nest.
+inside). A multi-output loop fusion stores all its outputs in the same nest. A fusion whose
+root only reshapes (the bytes stay where they are) loops over the reshape's operand instead:
+the same stores, without dividing each output index into the operand's.
 The outermost loop honours ``[begin, end)`` so the runtime can split it::
 
     for i0 in [begin, end):          # most-major dimension
@@ -13,7 +15,7 @@ The outermost loop honours ``[begin, end)`` so the runtime can split it::
 from __future__ import annotations
 
 from xla_teach.backends.cpu.kernels.partitions import choose_partitions
-from xla_teach.backends.llvm.ir_array import IrIndex
+from xla_teach.backends.llvm.ir_array import IrArray, IrIndex
 from xla_teach.backends.llvm.kernel_context import KernelContext, element_values
 from xla_teach.backends.llvm.loops import for_each_index
 from xla_teach.hlo.ir import HloInstruction
@@ -23,6 +25,19 @@ def _elements(hero: HloInstruction) -> list[HloInstruction]:
     return list(hero.operands) if hero.opcode == "tuple" else [hero]
 
 
+def _bytes_kept(hero: HloInstruction, n_outputs: int) -> HloInstruction | None:
+    """The operand of a root reshape that keeps every byte where it is (both in the default
+    layout): the loop can then run over the operand's dimensions and store into the same bytes,
+    with no division to turn each output index into the operand's."""
+    if n_outputs != 1 or hero.opcode not in ("reshape", "bitcast"):
+        return None
+    source = hero.operand(0)
+    if (source.shape.is_array and source.shape.rank >= 1 and source.shape.element_type is hero.shape.element_type
+            and source.shape.has_default_layout() and hero.shape.has_default_layout()):
+        return source
+    return None
+
+
 def emit_loop_kernel(ctx: KernelContext) -> tuple[int, int]:
     """Returns (outer loop size, suggested partitions)."""
     em = ctx.emitter()
@@ -30,6 +45,13 @@ def emit_loop_kernel(ctx: KernelContext) -> tuple[int, int]:
     outputs = ctx.output_arrays
     shape = outputs[0].shape
     b = ctx.b
+    source = _bytes_kept(ctx.hero(), len(outputs))
+    if source is not None and ctx.instr.opcode == "fusion" and source.opcode != "parameter":
+        view = IrArray(outputs[0].base, source.shape, outputs[0].name)
+        for_each_index(b, source.shape, lambda index: view.store(b, em.value_at(source, index), index), "loop",
+                       outer_range=(ctx.kb.begin, ctx.kb.end))
+        outer = source.shape.dimensions[0]
+        return outer, choose_partitions(outer, source.shape.element_count())
 
     def body(index: IrIndex) -> None:
         values = element_values(em, elements, index)
