@@ -85,17 +85,21 @@ def defuse(fusion: HloInstruction) -> dict[str, str]:
     return names
 
 
-def defuse_module(module: HloModule) -> dict[str, str]:
-    """Defuse every fusion of ``module``; returns fused name -> copy's name. A fusion inside a
-    fusion is copied out with its caller's other instructions, then defused in the next round."""
+def defuse_module(module: HloModule, keep: Callable[[HloInstruction], bool] | None = None,
+                  defused: list[str] | None = None) -> dict[str, str]:
+    """Defuse the fusions of ``module`` -- all, or those ``keep`` rejects; returns fused name ->
+    copy's name, and lists each defused fusion in ``defused``. A fusion inside a fusion is
+    copied out with its caller's other instructions, then considered in the next round."""
     names: dict[str, str] = {}
     while True:
         fused = {id(i.fused_computation) for i in module.instructions() if i.opcode == "fusion"}
         fusions = [i for comp in module.computations if id(comp) not in fused
-                   for i in comp.instructions if i.opcode == "fusion"]
+                   for i in comp.instructions if i.opcode == "fusion" and (keep is None or not keep(i))]
         if not fusions:
             break
         for fusion in fusions:
+            if defused is not None:
+                defused.append(f"{fusion.parent.name}: {fusion.name} ({fusion.fusion_kind})")  # type: ignore[union-attr]
             names.update(defuse(fusion))
         remove_unreachable_computations(module)
     return names
@@ -118,20 +122,9 @@ class Defuser(HloPass):
         self.keep = keep
 
     def run(self, module: HloModule) -> bool:
-        if self.keep is None:
-            names = defuse_module(module)
-        else:
-            names = {}
-            fused = {id(i.fused_computation) for i in module.instructions() if i.opcode == "fusion"}
-            for comp in list(module.computations):
-                if id(comp) in fused:
-                    continue
-                for fusion in [i for i in comp.instructions if i.opcode == "fusion" and not self.keep(i)]:
-                    self.note(f"{comp.name}: defused {fusion.name} ({fusion.fusion_kind}): not a fusion this "
-                              "backend's kernels emit")
-                    names.update(defuse(fusion))
-            if names:
-                remove_unreachable_computations(module)
-        if names and self.keep is None:
-            self.note(f"defused {len(names)} fused instructions back into their callers")
+        defused: list[str] = []
+        names = defuse_module(module, self.keep, defused)
+        for fusion in defused:
+            why = "" if self.keep is None else ": not a fusion this backend's kernels emit"
+            self.note(f"defused {fusion}{why}")
         return bool(names)
