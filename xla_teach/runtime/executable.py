@@ -190,11 +190,12 @@ class Executable(CompiledExecutable):
         self.artifacts = artifacts
         self.backend = backend
         self.keep_alive: object = None  # e.g. the JIT engine owning the machine code
+        self._parameters = module.entry.parameter_instructions  # found once, not on every call
 
     def execute(self, args: Sequence[np.ndarray], profiler: Profiler | None = None) -> list[np.ndarray]:
         from xla_teach.hlo.evaluator.arguments import check_arguments
 
-        leaves = flatten_arguments(check_arguments(self.module.entry, args))
+        leaves = flatten_arguments(check_arguments(self.module.entry, args, self._parameters))
         outputs = self.entry.run(leaves, profiler)
         # Never hand the caller one of its own arrays (or one output twice): copy those -- except
         # outputs written into a donated argument, which are the point of donating it.

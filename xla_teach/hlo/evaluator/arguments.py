@@ -16,13 +16,15 @@ import numpy as np
 
 from xla_teach.hlo.evaluator.numeric import is_float
 from xla_teach.hlo.evaluator.registry import TOKEN, Token, Value
-from xla_teach.hlo.ir import HloComputation
+from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.hlo.shape import Shape
 
 
-def check_arguments(comp: HloComputation, args: Sequence[Any]) -> list[Value]:
-    """Validate ``args`` against ``comp``'s parameters; returns them as evaluator values."""
-    params = comp.parameter_instructions
+def check_arguments(comp: HloComputation, args: Sequence[Any],
+                    params: Sequence[HloInstruction] | None = None) -> list[Value]:
+    """Validate ``args`` against ``comp``'s parameters (``params``, when the caller already has
+    them in order); returns them as evaluator values."""
+    params = comp.parameter_instructions if params is None else params
     if isinstance(args, (str, bytes, np.ndarray)) or not isinstance(args, Sequence):
         raise TypeError(f"computation '{comp.name}' takes its arguments as a list (one array per parameter), "
                         f"got {type(args).__name__}")
@@ -31,10 +33,14 @@ def check_arguments(comp: HloComputation, args: Sequence[Any]) -> list[Value]:
         raise ValueError(
             f"computation '{comp.name}' takes {len(params)} argument(s) ({expected}), got {len(args)}"
         )
-    return [
-        convert_argument(arg, p.shape, f"parameter {p.parameter_number} '{p.name}'")
-        for arg, p in zip(args, params, strict=True)
-    ]
+    values: list[Value] = []
+    for arg, p in zip(args, params, strict=True):
+        shape = p.shape
+        if type(arg) is np.ndarray and shape.is_array and arg.shape == shape.dimensions and arg.dtype == shape.dtype:
+            values.append(arg)  # the common case, without building the error messages' texts
+        else:
+            values.append(convert_argument(arg, shape, f"parameter {p.parameter_number} '{p.name}'"))
+    return values
 
 
 def convert_argument(arg: Any, shape: Shape, what: str) -> Value:
