@@ -109,6 +109,17 @@ def is_identity_permutation(perm: Sequence[int]) -> bool:
     return tuple(perm) == tuple(range(len(perm)))
 
 
+def add_callee(caller: HloComputation, callee: HloComputation) -> HloComputation:
+    """Adopt ``callee`` into ``caller``'s module, placed just before ``caller``: the module keeps
+    its computations callee-before-caller."""
+    module = caller.parent
+    assert module is not None, f"{caller.name} is in no module"
+    module.add_computation(callee)
+    module.computations.remove(callee)
+    module.computations.insert(module.computations.index(caller), callee)
+    return callee
+
+
 def callers(comp: HloComputation) -> list[HloInstruction]:
     """Instructions (anywhere in the module) that call ``comp``."""
     module = comp.parent

@@ -17,15 +17,15 @@ its computation ``fused_computation``, and its parameters ``param_N``.
 
 from __future__ import annotations
 
-from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.hlo.shape import Shape
+from xla_teach.passes.rewrite_utils import add_callee
 
 
 def create_fusion(consumer: HloInstruction, kind: str, name: str | None = None) -> HloInstruction:
     """Replace ``consumer`` by a fusion instruction that computes exactly it."""
     comp = consumer.parent
     assert comp is not None and comp.parent is not None
-    module: HloModule = comp.parent
     fused = HloComputation("fused_computation")
     params = []
     for i, op in enumerate(consumer.operands):
@@ -37,8 +37,7 @@ def create_fusion(consumer: HloInstruction, kind: str, name: str | None = None) 
     fused.instructions.append(clone)
     clone.parent = fused
     fused.root_instruction = clone
-    module.add_computation(fused)
-    _place_before(module, fused, comp)
+    add_callee(comp, fused)
     fusion = HloInstruction("fusion", consumer.shape, consumer.operands, {"kind": kind, "calls": fused},
                             name=name or f"{consumer.opcode}_fusion")
     fusion.metadata = consumer.metadata
@@ -46,12 +45,6 @@ def create_fusion(consumer: HloInstruction, kind: str, name: str | None = None) 
     _move_next_to(comp, fusion, consumer)
     comp.replace_instruction(consumer, fusion)
     return fusion
-
-
-def _place_before(module: HloModule, fused: HloComputation, caller: HloComputation) -> None:
-    """Keep the module's computation list callee-before-caller."""
-    module.computations.remove(fused)
-    module.computations.insert(module.computations.index(caller), fused)
 
 
 def _move_next_to(comp: HloComputation, instr: HloInstruction, anchor: HloInstruction) -> None:
@@ -233,8 +226,7 @@ def merge_sibling_fusions(a: HloInstruction, b: HloInstruction) -> HloInstructio
     root.parent = fused
     fused.instructions.append(root)
     fused.root_instruction = root
-    module.add_computation(fused)
-    _place_before(module, fused, comp)
+    add_callee(comp, fused)
     kind = "kInput" if "kInput" in (a.fusion_kind, b.fusion_kind) else "kLoop"
     merged = HloInstruction("fusion", root.shape, operands, {"kind": kind, "calls": fused},
                             name=f"{a.name.split('_fusion')[0].split('.')[0]}_{b.name.split('_fusion')[0].split('.')[0]}"

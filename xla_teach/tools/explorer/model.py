@@ -277,7 +277,7 @@ def _scope_times(module: HloModule, thunks: dict[str, dict[str, Any]], inside: d
 
     def op_name(name: str) -> str:
         instr = by_name.get(name)
-        return str(dict(instr.metadata.fields).get("op_name", "")) if instr is not None and instr.metadata else ""
+        return str(_metadata(instr)["op_name"]) if instr is not None else ""
 
     def add(name: str, us: float, fusion: str = "") -> None:
         named = op_name(name) or op_name(fusion)

@@ -60,7 +60,7 @@ from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import add_constant, add_instruction
+from xla_teach.passes.rewrite_utils import add_callee, add_constant, add_instruction
 
 MAX_PATCH_BYTES = 256 << 20
 
@@ -150,8 +150,6 @@ def _guarded(comp: HloComputation, conv: HloInstruction, exact: set[int]) -> Hlo
     part in a convolution's products (a NaN or inf weight over one adds nothing), but in the
     patch matrix they are zeros that the dot multiplies. With finite weights that adds exact
     zeros; a kernel holding NaN or inf runs the convolution as written."""
-    module = comp.parent
-    assert module is not None
     x, w = conv.operands
     pred = Shape.array(PrimitiveType.PRED, ())
     both = HloComputation("and_reducer")
@@ -173,10 +171,8 @@ def _guarded(comp: HloComputation, conv: HloInstruction, exact: set[int]) -> Hlo
             branch.root_instruction = branch.add_instruction(conv.clone_with_new_operands(conv.shape, [bx, bw]))
             exact.add(branch.root_instruction.unique_id)  # stays a convolution
         branches.append(branch)
-    for new in (both, *branches):  # callees before their caller, as the module keeps them
-        module.add_computation(new)
-        module.computations.remove(new)
-        module.computations.insert(module.computations.index(comp), new)
+    for new in (both, *branches):
+        add_callee(comp, new)
     return add_instruction(comp, "conditional", [all_finite, packed, packed],
                            {"true_computation": branches[0], "false_computation": branches[1]}, shape=conv.shape)
 
