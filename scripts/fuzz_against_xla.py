@@ -7,15 +7,15 @@ Each program is a few (3-10) operations drawn from every op family -- elementwis
 comparisons and select, integer and bitwise arithmetic, conversions, reductions, shape ops
 (broadcast, transpose, reshape, slice, concatenate, reverse, pad), dot, cumulative sums, sort,
 argmax -- on f32, f16, bf16, s32 or u8 arrays whose values include the special ones: NaN, +-inf,
--0.0, integer extremes (and, with --denormals, subnormal floats). JAX lowers it to HLO; XLA CPU
+-0.0, integer extremes and denormals (``--no-denormals`` leaves those out). JAX lowers it to HLO; XLA CPU
 runs it (``jax.jit``); the same HLO text runs on xla_teach's interpreter and CPU backend. A
 result that differs beyond the tolerance of its dtype and ops, or a crash, is a finding: the
 program is shrunk (operations dropped while it still fails) and written to ``--out`` as a
 reproducer (the HLO, the inputs and XLA's outputs in an .npz, the program as text).
 
-Documented differences that are not findings: XLA's CPU runtime flushes subnormal floats to
-zero and xla_teach does not (so --denormals is off by default); transcendental functions may
-differ by a few ulps (their tolerance is wider).
+XLA's CPU runtime flushes denormals to zero, and so do xla_teach's CPU backend and interpreter
+(docs/xla-compatibility.md). Transcendental functions may differ by a few ulps (their tolerance
+is wider).
 """
 
 from __future__ import annotations
@@ -224,8 +224,8 @@ def random_inputs(program: Program, rng: np.random.Generator, denormals: bool) -
         n = int(np.prod(shape))
         if program.dtype in FLOATS:
             specials = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1.0, -1.0, 0.5, 2.0, 1e4, -3.5]
-            if denormals:
-                specials += [1e-39 if program.dtype == "float32" else 1e-6]
+            if denormals:  # below the smallest normal number of the dtype
+                specials += [1e-6, -3e-7] if program.dtype == "float16" else [1e-39, -3e-40]
             values = rng.standard_normal(n) * rng.choice([1, 3, 100])
             mask = rng.random(n) < 0.3
             values[mask] = rng.choice(specials, mask.sum())
@@ -380,7 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="print each program's index before it runs")
     parser.add_argument("--backends", default="interpreter,cpu")
     parser.add_argument("--out", default="", help="folder for reproducers and summary.json (never overwritten)")
-    parser.add_argument("--denormals", action="store_true", help="also draw subnormal floats (XLA flushes them)")
+    parser.add_argument("--no-denormals", dest="denormals", action="store_false",
+                        help="leave denormal floats out of the inputs (XLA's CPU runtime flushes them to zero)")
     parser.add_argument("--chunk", type=int, default=250, help="programs per worker process (default 250)")
     parser.add_argument("--worker", default="", help=argparse.SUPPRESS)  # internal: write the result here
     a = parser.parse_args(argv)
@@ -422,7 +423,7 @@ def run_in_workers(a: argparse.Namespace, out: Path | None) -> dict[str, Any]:
             result_file = Path(tmp) / "result.json"
             command = [sys.executable, __file__, "--worker", str(result_file), "-n", str(n), "--start", str(index),
                        "--seed", str(a.seed), "--backends", a.backends] + (["--out", str(out)] if out else []) + \
-                (["--denormals"] if a.denormals else [])
+                ([] if a.denormals else ["--no-denormals"])
             done = subprocess.run(command, capture_output=True, text=True)
             if result_file.is_file():
                 result = json.loads(result_file.read_text())

@@ -78,6 +78,8 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     _f("xla_teach_debug", int, 0, "xla_teach: print stages while compiling: 1 passes run, 2 timings, 3 HLO "
        "after each changed pass, 4 LLVM IR/PTX, 5 assembly."),
     _f("xla_teach_cpu_parallel", bool, True, "xla_teach: split large CPU kernels across threads."),
+    _f("xla_teach_flush_denormals", bool, True, "xla_teach: flush denormal floats to zero while the CPU backend "
+       "runs (FTZ/DAZ, as XLA's CPU runtime always does) and in the interpreter; false keeps IEEE denormals."),
     _f("xla_teach_dump_explorer", bool, True, "xla_teach: with --xla_dump_to, also write each module's compile "
        "explorer (explorer.html) and the folder's index.html."),
     _f("xla_teach_gpu_arch", str, "", "xla_teach: GPU architecture to compile for (e.g. sm_90); default: the "

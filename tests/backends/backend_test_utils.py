@@ -71,6 +71,7 @@ def run_both(module: HloModule | str, args: list[np.ndarray] | None, backend: st
         module = parse_hlo(module)
     if args is None:
         args = fake_arguments(module, seed=seed)
-    reference = HloEvaluator().evaluate_module(module.clone() if hasattr(module, "clone") else module, args)
+    # XLA's CPU runtime flushes denormals, its GPU backend keeps them (--xla_gpu_ftz=false).
+    reference = HloEvaluator(flush_denormals=backend == "cpu").evaluate_module(module.clone() if hasattr(module, "clone") else module, args)
     executable = compile_module(module, backend)
     return executable.execute(list(args)), reference

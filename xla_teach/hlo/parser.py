@@ -39,6 +39,13 @@ from xla_teach.hlo.types import PrimitiveType
 __all__ = ["HloParseError", "parse_hlo", "parse_shape"]
 
 _TYPE_NAMES = {t.value for t in PrimitiveType if t.is_array_type}
+# XLA element types xla_teach does not implement, named in the parse error.
+_UNSUPPORTED_TYPES = {
+    "c64": "complex64", "c128": "complex128", "f4e2m1fn": "a 4-bit float",
+    **{t: "an 8-bit float" for t in ("f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz", "f8e4m3b11fnuz", "f8e3m4",
+                                     "f8e4m3", "f8e8m0fnu")},
+    **{f"{s}{n}": f"a {n}-bit integer" for s in "su" for n in (1, 2, 4)},
+}
 _KNOWN_ATTRIBUTES = {a.name for info in OPCODES.values() for a in info.attrs}
 _STACK_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 # Limits that turn absurd input into a parse error instead of a crash deeper down:
@@ -386,6 +393,9 @@ class _Parser:
             c.expect("]")
             return Shape.token()
         if type_name not in _TYPE_NAMES:
+            if type_name in _UNSUPPORTED_TYPES:
+                raise c.error(f"element type '{type_name}' ({_UNSUPPORTED_TYPES[type_name]}) is not supported by "
+                              "xla_teach", start)
             raise c.error(f"'{type_name}' is not an element type", start)
         c.expect("[", f"after element type '{type_name}'")
         dims: list[int] = []

@@ -31,6 +31,7 @@ from xla_teach.hlo.literal import literal_at
 from xla_teach.passes.pass_base import PassRecorder
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, ModuleBufferAssignment
 from xla_teach.runtime.buffers import OUTPUT_POOL, RunBuffers, aligned_empty, logical_view, to_physical
+from xla_teach.runtime.denormals import scoped_flush_denormal
 from xla_teach.runtime.thunks import Profiler, Thunk
 
 
@@ -191,12 +192,14 @@ class Executable(CompiledExecutable):
         self.backend = backend
         self.keep_alive: object = None  # e.g. the JIT engine owning the machine code
         self._parameters = module.entry.parameter_instructions  # found once, not on every call
+        self.flush_denormals = False  # the CPU backend's runs flush them, as XLA's CPU runtime does
 
     def execute(self, args: Sequence[np.ndarray], profiler: Profiler | None = None) -> list[np.ndarray]:
         from xla_teach.hlo.evaluator.arguments import check_arguments
 
         leaves = flatten_arguments(check_arguments(self.module.entry, args, self._parameters))
-        outputs = self.entry.run(leaves, profiler)
+        with scoped_flush_denormal(self.flush_denormals):
+            outputs = self.entry.run(leaves, profiler)
         # Never hand the caller one of its own arrays (or one output twice): copy those -- except
         # outputs written into a donated argument, which are the point of donating it.
         seen: list[np.ndarray] = []

@@ -38,6 +38,7 @@ from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, BufferSlice
 from xla_teach.runtime.buffers import RunBuffers
+from xla_teach.runtime.denormals import in_callers_mode
 
 KERNEL_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _pool: ThreadPoolExecutor | None = None
@@ -130,7 +131,8 @@ class KernelThunk(Thunk):
         parts = min(self.partitions, self.outer_size)
         bounds = [self.outer_size * k // parts for k in range(parts + 1)]
         pointer = ctypes.cast(args, ctypes.c_void_p)
-        futures = [thread_pool().submit(self._fn, pointer, bounds[k], bounds[k + 1]) for k in range(1, parts)]
+        fn = in_callers_mode(self._fn)  # the workers flush denormals when this thread does
+        futures = [thread_pool().submit(fn, pointer, bounds[k], bounds[k + 1]) for k in range(1, parts)]
         self._fn(pointer, bounds[0], bounds[1])
         for f in futures:
             f.result()

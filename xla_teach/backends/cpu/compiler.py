@@ -20,6 +20,7 @@ import time
 from xla_teach.backends.compiler_base import CompilerBase
 from xla_teach.backends.cpu.ir_emitter import CpuIrEmitter, HostPlan, KernelPlan, SequencePlan
 from xla_teach.backends.cpu.jit import CpuJit
+from xla_teach.backends.cpu.kernel_builder import declare_dynamic_denormal_mode
 from xla_teach.backends.llvm.kernel_support import annotate_kernels
 from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.pass_base import HloPassPipeline
@@ -42,6 +43,7 @@ class CpuCompiler(CompilerBase):
         assignments = ModuleBufferAssignment(optimized)
         emitter = CpuIrEmitter(optimized, assignments)
         plans = emitter.emit_all()
+        declare_dynamic_denormal_mode(emitter.llvm_module)
         ir_text = annotate_kernels(str(emitter.llvm_module), emitter.comments)
         self.timings["ir_emission"] = time.perf_counter() - start
         start = time.perf_counter()
@@ -61,6 +63,7 @@ class CpuCompiler(CompilerBase):
             optimized_llvm_ir=jit.ir_with_opt, assembly=jit.assembly)
         executable = Executable(optimized, entry, artifacts, backend="cpu")
         executable.keep_alive = jit  # the machine code lives as long as the JIT engine
+        executable.flush_denormals = self.options.flush_denormals
         executable.sequences = sequences  # type: ignore[attr-defined]
         executable.buffer_assignment = assignments
         return executable

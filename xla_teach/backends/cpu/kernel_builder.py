@@ -79,3 +79,20 @@ class KernelBuilder:
 
     def finish(self) -> None:
         self.b.ret_void()
+
+
+DYNAMIC_DENORMALS = '"denormal-fp-math"="dynamic,dynamic"'
+
+
+def declare_dynamic_denormal_mode(module: ir.Module) -> None:
+    """Tell LLVM that the kernels may run with denormals flushed, or not.
+
+    LLVM otherwise assumes IEEE denormals and folds, for example, a test of a float's bits for
+    zero into ``x == 0.0`` -- which is not the same test once the run flushes denormals (see
+    ``runtime/denormals.py``). The string attribute ``"denormal-fp-math"="dynamic,dynamic"`` on
+    every function defined in the module turns such folds off. (llvmlite's builder knows only
+    LLVM's keyword attributes, so the string goes into the attribute set directly.)
+    """
+    for fn in module.functions:
+        if not fn.is_declaration:
+            set.add(fn.attributes, DYNAMIC_DENORMALS)

@@ -22,8 +22,9 @@ from xla_teach.runtime.thunks import Profiler
 class InterpreterExecutable(CompiledExecutable):
     backend = "interpreter"
 
-    def __init__(self, module: HloModule) -> None:
+    def __init__(self, module: HloModule, flush_denormals: bool = True) -> None:
         self.module = module
+        self.flush_denormals = flush_denormals  # as XLA's CPU runtime (--xla_teach_flush_denormals)
         self.artifacts = CompiledArtifacts(optimized_module=module)
         self.keep_alive = None
 
@@ -32,7 +33,7 @@ class InterpreterExecutable(CompiledExecutable):
 
         values = check_arguments(self.module.entry, args)
         start = time.perf_counter()
-        result = HloEvaluator().evaluate_computation(self.module.entry, values)
+        result = HloEvaluator(flush_denormals=self.flush_denormals).evaluate_computation(self.module.entry, values)
         if profiler is not None:
             profiler.record(self.module.entry.name, "interpreter", start, time.perf_counter(), 0)
         return _flatten(result)
@@ -54,5 +55,5 @@ class InterpreterCompiler(CompilerBase):
         return module.clone()
 
     def run_backend(self, optimized: HloModule) -> InterpreterExecutable:
-        return InterpreterExecutable(optimized)
+        return InterpreterExecutable(optimized, self.options.flush_denormals)
 

@@ -88,10 +88,11 @@ def _float_unary(b: ir.IRBuilder, opcode: str, x: ir.Value) -> ir.Value:
     if opcode == "round-nearest-even":
         return xmath.emit_round_half_even(b, x)
     if opcode == "sign":
-        # +-1 with x's sign; zeros keep their sign; NaN stays NaN.
-        one = _intrinsic(b, "llvm.copysign", [_const_like(x, 1.0), x])
-        is_zero_or_nan = b.fcmp_unordered("ueq", x, _const_like(x, 0.0))
-        return b.select(is_zero_or_nan, x, one)
+        # XLA's formula: copysign(x != 0 ? 1 : 0, x), NaN stays NaN. Zeros keep their sign, and
+        # a denormal is +-0 while denormals are flushed (the compare reads it as zero).
+        nonzero = b.uitofp(b.fcmp_ordered("one", x, _const_like(x, 0.0)), x.type)
+        signed = _intrinsic(b, "llvm.copysign", [nonzero, x])
+        return b.select(b.fcmp_unordered("uno", x, x), x, signed)
     if opcode == "is-finite":
         return xmath.emit_is_finite(b, x)
     raise NotImplementedError(f"float unary op {opcode}")

@@ -70,10 +70,12 @@ def evaluate_module(module: HloModule, args: Sequence[Any]) -> list[np.ndarray]:
 
 
 def evaluate_computation(comp: HloComputation, args: Sequence[Any]) -> Value:
-    """Run one computation; an array, or a (nested) tuple of arrays."""
-    return HloEvaluator().evaluate_computation(comp, args)
+    """Run one computation; an array, or a (nested) tuple of arrays (IEEE denormals: this is
+    what passes call at compile time, as XLA's own evaluator does)."""
+    return HloEvaluator(flush_denormals=False).evaluate_computation(comp, args)
 
 
 def evaluate_instruction(instr: HloInstruction, operand_values: Sequence[Value]) -> Value:
-    """Evaluate a single instruction on given operand values (for constant folding)."""
-    return HloEvaluator().evaluate_instruction(instr, operand_values)
+    """Evaluate a single instruction on given operand values (for constant folding: IEEE
+    denormals, as XLA's compile-time evaluator keeps them)."""
+    return HloEvaluator(flush_denormals=False).evaluate_instruction(instr, operand_values)

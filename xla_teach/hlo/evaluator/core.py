@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from xla_teach.hlo.evaluator.arguments import check_arguments
+from xla_teach.hlo.evaluator.denormals import atan2_of_denormals, computes, flush_value, reads_denormals
 from xla_teach.hlo.evaluator.fast_paths import ScalarOpPattern, SortKey, match_scalar_computation, match_sort_comparator
 from xla_teach.hlo.evaluator.registry import HANDLERS, EvaluationError, Token, Value, flatten_value
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
@@ -40,10 +41,15 @@ class HloEvaluator:
         use_fast_paths: apply single-op scalar computations to whole arrays (same results).
         rng_seed: key of the stream the legacy ``rng`` op draws from.
         trace: called as ``trace(instruction, value)`` after each instruction.
+        flush_denormals: flush denormal floats to zero around every arithmetic instruction,
+            as XLA's CPU runtime does (see :mod:`denormals`); False: IEEE denormals, as XLA's
+            constant folding and its GPU backend keep them.
     """
 
-    def __init__(self, *, use_fast_paths: bool = True, rng_seed: int = 0, trace: TraceFn | None = None) -> None:
+    def __init__(self, *, use_fast_paths: bool = True, rng_seed: int = 0, trace: TraceFn | None = None,
+                 flush_denormals: bool = True) -> None:
         self.use_fast_paths = use_fast_paths
+        self.flush_denormals = flush_denormals
         self.trace = trace
         self.rng_key = rng_seed  # Philox key and counter of the legacy `rng` op (see random.py)
         self.rng_counter = 0
@@ -98,6 +104,9 @@ class HloEvaluator:
         handler = HANDLERS.get(instr.opcode)
         if handler is None:
             raise EvaluationError(f"{instr.name}: the evaluator has no handler for opcode '{instr.opcode}'")
+        flushing = self.flush_denormals and computes(instr)
+        if flushing and not reads_denormals(instr):
+            operands = [flush_value(v) for v in operands]  # DAZ
         try:
             value = handler(self, instr, operands)
         except EvaluationError:
@@ -109,6 +118,10 @@ class HloEvaluator:
                 f"{type(error).__name__}: {error}"
             ) from error
         value = conform(value, instr.shape, instr)
+        if flushing:
+            value = flush_value(value)  # FTZ
+        elif self.flush_denormals and instr.opcode == "atan2":
+            value = atan2_of_denormals(operands, value)
         self.stats["instructions"] += 1
         if self.trace is not None:
             self.trace(instr, value)

@@ -73,6 +73,7 @@ def emit_dot_kernel(ctx: KernelContext) -> tuple[int, int]:
     epilogue = _epilogue_emitter(ctx, dot, out) if ctx.hero() is not dot else None
     if strategy == "blas":
         _emit_blas(ctx, dot, out)
+        _canonicalize(ctx, out)
         if epilogue is not None:
             root = ctx.hero()
             for_each_index(ctx.b, out.shape, lambda index: out.store(ctx.b, epilogue.value_at(root, index), index),
@@ -125,6 +126,26 @@ def _emit_blas(ctx: KernelContext, dot: HloInstruction, out: IrArray) -> None:
     else:
         with for_range(b, i64(gemm.batch), "batch") as bi:
             call(bi)
+
+
+def _canonicalize(ctx: KernelContext, out: IrArray) -> None:
+    """Multiply every element of the product by 1.0 on the calling thread.
+
+    OpenBLAS computes part of a large product on threads of its own, created when it was
+    loaded, whose control register does not flush denormals. A multiply by 1.0 gives each
+    result the caller's mode: a denormal becomes ``±0`` while the run flushes denormals (as XLA's
+    CPU runtime does) and stays as it is otherwise. LLVM would delete ``x * 1.0``, so the 1.0
+    comes through an empty inline ``asm`` that LLVM cannot see through (the multiply stays, and
+    vectorizes). ``llvm.canonicalize`` means the same, but this LLVM cannot select it for
+    every vector width.
+    """
+    b = ctx.b
+    fty = compute_type(out.shape.element_type)
+    ity = ir.IntType(64 if fty == F64 else 32)
+    opaque = ir.InlineAsm(ir.FunctionType(ity, [ity]), "", "=r,0", side_effect=False)
+    one_bits = 0x3FF0000000000000 if fty == F64 else 0x3F800000
+    one = b.bitcast(b.call(opaque, [ir.Constant(ity, one_bits)]), fty)
+    for_each_index(b, out.shape, lambda index: out.store(b, b.fmul(out.load(b, index), one), index), "ftz")
 
 
 def _zero_fill(ctx: KernelContext, out: IrArray) -> None:

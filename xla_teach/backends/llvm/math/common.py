@@ -155,6 +155,11 @@ class FloatOps:
     def is_nan(self, a: ir.Value) -> ir.Value:
         return self.b.fcmp_unordered("uno", a, a)
 
+    def is_zero_bits(self, a: ir.Value) -> ir.Value:
+        """``a`` is +0.0 or -0.0, tested on its bits (a denormal is not zero here, even while
+        the run flushes denormals)."""
+        return self.b.icmp_unsigned("==", self.b.shl(self.to_bits(a), self.iconst(1)), self.iconst(0))
+
     def is_inf(self, a: ir.Value) -> ir.Value:
         return self.cmp("==", self.fabs(a), float("inf"))
 

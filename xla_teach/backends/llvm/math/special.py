@@ -39,12 +39,16 @@ _ERF_CLAMP = {"f32": 4.0, "f64": 5.93}
 
 
 def emit_tanh(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    """``tanh(x) = copysign(E / (E + 2), x)``, ``E = expm1(2|x|)``; tanh(±inf) = ±1."""
+    """``tanh(x) = copysign(E / (E + 2), x)``, ``E = expm1(2|x|)``; tanh(±inf) = ±1.
+
+    Below ``|x| < 0.0004`` (f32; 1e-8 in f64) ``tanh(x)`` rounds to ``x`` itself and is returned
+    as it is, as XLA does: a denormal ``x`` then survives even while denormals are flushed."""
     m = FloatOps(builder, x)
     a = m.minnum(m.fabs(x), m.const(m.table(_TANH_CLAMP)))  # NaN -> clamp; patched below
     big_e = expm1_kernel(m, m.add(a, a))
     result = m.copysign(m.div(big_e, m.add(big_e, m.const(2.0))), x)
-    return m.select(m.is_nan(x), x, result)
+    tiny = m.cmp("<", m.fabs(x), 0.0004 if m.fmt.name == "f32" else 1e-8)
+    return m.select(builder.or_(m.is_nan(x), tiny), x, result)
 
 
 def emit_logistic(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:

@@ -137,12 +137,17 @@ def emit_tan(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 
 def emit_atan2(builder: ir.IRBuilder, y: ir.Value, x: ir.Value) -> ir.Value:
-    """``atan2(y, x)`` in ``[-pi, pi]`` with C99's table of signed zeros and infinities."""
+    """``atan2(y, x)`` in ``[-pi, pi]`` with C99's table of signed zeros and infinities.
+
+    Zero operands are recognised by their bits, before any arithmetic, as XLA does: while the
+    run flushes denormals, a denormal ``y`` over a zero ``x`` still gives ±pi/2, and two denormals
+    give the 0/0 of the division below -- NaN, XLA's answer."""
     m = FloatOps(builder, y)
     ax, ay = m.fabs(x), m.fabs(y)
-    swap = m.cmp(">", ay, ax)  # above the diagonal: work with x/y and use pi/2 - atan
+    x_zero, y_zero = m.is_zero_bits(x), m.is_zero_bits(y)
+    swap = builder.or_(builder.and_(x_zero, builder.not_(y_zero)), m.cmp(">", ay, ax))  # above the diagonal
     big, small = m.select(swap, ay, ax), m.select(swap, ax, ay)
-    t = m.select(m.cmp("==", big, 0.0), m.const(0.0), m.div(small, big))  # 0/0 -> 0
+    t = m.select(builder.or_(x_zero, y_zero), m.const(0.0), m.div(small, big))  # a zero: atan(0) or pi/2
     t = m.select(builder.and_(m.is_inf(ax), m.is_inf(ay)), m.const(1.0), t)  # inf/inf -> 1
     upper = m.cmp(">", t, _TAN_PI_8)
     u = m.select(upper, m.div(m.sub(t, m.const(1.0)), m.add(t, m.const(1.0))), t)
