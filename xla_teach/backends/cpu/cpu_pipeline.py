@@ -11,6 +11,7 @@ the memory scheduler that backends need before buffer assignment.
 
 from __future__ import annotations
 
+from xla_teach.backends.cpu.kernels.topk import topk_parameters
 from xla_teach.backends.cpu.passes.change_op_data_type import ChangeOpDataType
 from xla_teach.backends.cpu.passes.convolution_to_dot import ConvolutionToDot
 from xla_teach.backends.cpu.passes.dot_strategy import DotStrategy
@@ -26,7 +27,8 @@ from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
 
 def cpu_pipeline() -> HloPassPipeline:
     pipeline = default_pipeline("cpu")
-    add_expanders(pipeline, keep_fusion=emittable_fusion)
+    add_expanders(pipeline, keep_fusion=emittable_fusion,
+                  decompose_topk=lambda topk: topk_parameters(topk) is None)  # the rest run the top-k kernel
     pipeline.insert_before("fusion", ChangeOpDataType())
     pipeline.insert_before("fusion", ConvolutionToDot())
     pipeline.insert_before("fusion", TreeReductionRewriter())

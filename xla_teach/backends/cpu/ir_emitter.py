@@ -22,6 +22,7 @@ from xla_teach.backends.cpu.kernels.reduction import emit_reduction_kernel
 from xla_teach.backends.cpu.kernels.row_fusion import emit_row_fusion_kernel
 from xla_teach.backends.cpu.kernels.scan import emit_scan_kernel, scan_dimension
 from xla_teach.backends.cpu.kernels.sort import emit_sort_kernel
+from xla_teach.backends.cpu.kernels.topk import emit_topk_kernel, topk_parameters
 from xla_teach.backends.llvm.ir_emitter_base import EXPANDED_BY, HostPlan, IrEmitterBase, SequencePlan
 from xla_teach.backends.llvm.kernel_context import KernelContext, find_dot_in, is_reduction_hero
 from xla_teach.backends.llvm.kernel_support import hlo_comment
@@ -82,6 +83,8 @@ class CpuIrEmitter(IrEmitterBase):
     def _choose(self, instr: HloInstruction,
                 assignment: BufferAssignment) -> Callable[[KernelContext], tuple[int, int]]:
         op = instr.opcode
+        if topk_parameters(instr) is not None:
+            return emit_topk_kernel  # one pass per row, no sort
         if op == "sort":
             return emit_sort_kernel
         if op == "scatter":

@@ -18,25 +18,29 @@ from xla_teach.hlo.ir import HloInstruction
 from xla_teach.passes.expanders.all_reduce_splitter import AllReduceSplitter
 from xla_teach.passes.expanders.conditional_to_select import ConditionalToSelect
 from xla_teach.passes.expanders.rng_expander import RngExpander
+from xla_teach.passes.expanders.topk_custom_call_rewriter import TopkCustomCallRewriter
 from xla_teach.passes.expanders.topk_decomposer import TopkDecomposer
 from xla_teach.passes.expanders.tuple_constant_splitter import TupleConstantSplitter
 from xla_teach.passes.fusion.defuser import Defuser
 from xla_teach.passes.pass_base import HloPassPipeline
 
 
-def add_expanders(pipeline: HloPassPipeline, keep_fusion: Callable[[HloInstruction], bool] | None = None) -> None:
+def add_expanders(pipeline: HloPassPipeline, keep_fusion: Callable[[HloInstruction], bool] | None = None,
+                  decompose_topk: Callable[[HloInstruction], bool] | None = None) -> None:
     """Put the expanders at the very start of ``pipeline``'s ``optimization`` stage, after the
     ``defuser`` (a module that arrives fused, as XLA's optimized HLO does, keeps the fusions
-    ``keep_fusion`` accepts -- those the backend's kernels emit -- and the rest are unfused).
+    ``keep_fusion`` accepts -- those the backend's kernels emit -- and the rest are unfused);
+    ``decompose_topk`` says which ``topk`` instructions become a sort (default: all).
 
     First of all: ``rng-expander`` orders the ``rng`` draws (control edges) as the
     interpreter runs them, which no pass may have changed yet (see its docstring)."""
     optimization = pipeline.find("optimization")
     if not isinstance(optimization, HloPassPipeline):
         raise ValueError(f"{pipeline.name} has no 'optimization' stage to put the expanders in")
-    optimization.passes[:0] = [Defuser(keep_fusion), RngExpander(), TopkDecomposer(), TupleConstantSplitter(),
+    optimization.passes[:0] = [Defuser(keep_fusion), RngExpander(), TopkCustomCallRewriter(),
+                               TopkDecomposer(decompose_topk), TupleConstantSplitter(),
                                AllReduceSplitter(), ConditionalToSelect()]
 
 
-__all__ = ["AllReduceSplitter", "ConditionalToSelect", "RngExpander", "TopkDecomposer", "TupleConstantSplitter",
-           "add_expanders"]
+__all__ = ["AllReduceSplitter", "ConditionalToSelect", "RngExpander", "TopkCustomCallRewriter", "TopkDecomposer",
+           "TupleConstantSplitter", "add_expanders"]

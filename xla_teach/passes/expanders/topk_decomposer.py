@@ -42,6 +42,8 @@ One comparator computation is made per element type and direction and shared by 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xla_teach.hlo.attributes import SliceDim
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
@@ -51,15 +53,24 @@ from xla_teach.passes.rewrite_utils import add_instruction
 
 
 class TopkDecomposer(HloPass):
+    """``should_decompose(topk)`` (XLA's argument of the same name) leaves out the ``topk``
+    instructions a backend has a kernel for; by default every one is decomposed."""
+
     name = "topk-decomposer"
-    is_optimization = False  # code generation needs it: there is no topk kernel
+    is_optimization = False  # code generation needs it where no kernel takes the topk
+
+    def __init__(self, should_decompose: Callable[[HloInstruction], bool] | None = None) -> None:
+        super().__init__()
+        self.should_decompose = should_decompose
 
     def run(self, module: HloModule) -> bool:
         comparators: dict[tuple[PrimitiveType, bool], HloComputation] = {}
         changed = False
         for comp in list(module.computations):
             for instr in list(comp.instructions):
-                if instr.opcode == "topk":
+                if instr.opcode == "topk" and self.should_decompose is not None and not self.should_decompose(instr):
+                    self.note(f"{instr.name}: kept; the backend's top-k kernel computes it")
+                elif instr.opcode == "topk":
                     self._decompose(module, instr, comparators)
                     changed = True
         return changed
