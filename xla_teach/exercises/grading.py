@@ -1,10 +1,12 @@
-"""The autograder's machinery: load a student's file, run hidden checks, report a score.
+"""The autograder's machinery: run hidden checks against a student's file, report a score.
 
 An exercise is a list of :class:`Check`\\ s. A check is one *property* ("removes every
 dead instruction", "keeps side effects") tested on a few *cases* (usually a generated
-module each); every case that passes is worth one point. A case is a function that
-takes the student's loaded module and raises :class:`CaseFailed` with a specific
-message (which property failed, on which module, expected vs got) when it fails.
+module each); every case that passes is worth one point. A case is a function that takes
+the student's running submission -- a :class:`~xla_teach.exercises.sandbox.StudentProcess`,
+whose ``call(task, ...)`` runs the student's code in a fenced-in process of its own and
+returns the result as data -- judges that result, and raises :class:`CaseFailed` with a
+specific message (which property failed, on which module, expected vs got) when it fails.
 
 Whatever the student's file does -- a syntax error, a missing function, an exception,
 an endless loop -- grading goes on: the case scores zero and the report says why, with
@@ -43,7 +45,7 @@ class CaseTimeout(Exception):  # noqa: N818
     """A case ran past :data:`CASE_TIME_LIMIT_S`."""
 
 
-Case = Callable[[ModuleType], None]
+Case = Callable[[Any], None]  # takes the StudentProcess
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,8 @@ class GradeReport:
     checks: list[CheckResult]
     load_error: str = ""  # why the file could not be loaded ("" when it was)
     seconds: float = 0.0
+    protections: list[str] = field(default_factory=list)  # what fenced the student's process in
+    missing_protections: list[str] = field(default_factory=list)  # what the operating system did not allow
 
     @property
     def score(self) -> int:
@@ -98,6 +102,7 @@ class GradeReport:
     def feedback(self) -> list[str]:
         """The report as lines: the score, then one line per check, failures explained."""
         lines = [f"grade {self.exercise} ({self.solution}): {self.score}/{self.max_score}"]
+        lines += [f"  (isolation incomplete: {m})" for m in self.missing_protections]
         if self.load_error:
             lines += ["", *_indent(self.load_error, 2)]
         for c in self.checks:
@@ -198,65 +203,79 @@ def time_limit(seconds: float) -> Iterator[None]:
 # ---- running the checks -------------------------------------------------------------------------
 def run_checks(exercise: str, solution_path: Path, checks: Sequence[Check],
                entry_points: Sequence[tuple[str, str]]) -> GradeReport:
-    """Load the solution (checking it defines ``entry_points``: (name, kind) pairs), run every case."""
+    """Load the solution in a child process of its own (checking it defines ``entry_points``:
+    (name, kind) pairs), then run every case, judging here what the child sends back."""
+    from xla_teach.exercises.confinement import Limits
+    from xla_teach.exercises.sandbox import StudentProcess
+
     start = time.perf_counter()
     report = GradeReport(exercise, str(solution_path), [])
-    try:
-        solution = load_solution(solution_path, f"xla_teach_solution_{exercise}")
-        for name, kind in entry_points:
-            require(solution, name, kind, solution_path)
-    except CaseFailed as err:
-        report.load_error = f"{err}\nEvery check scores 0 until the file loads."
-        report.checks = [CheckResult(c.name, c.description, 0, c.max_points) for c in checks]
-        report.seconds = time.perf_counter() - start
-        return report
-    for check in checks:
-        result = CheckResult(check.name, check.description, 0, check.max_points)
-        failures: dict[str, list[int]] = {}  # the same message for several cases is shown once
-        for number, case in enumerate(check.cases, 1):
-            message = run_case(case, solution, solution_path)
-            if message is None:
-                result.points += 1
-            else:
-                failures.setdefault(message, []).append(number)
-        for k, (message, numbers) in enumerate(failures.items()):
-            label = ""
-            if check.max_points > 1:
-                label = f"case{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))}: "
-            if k == MESSAGES_PER_CHECK:  # enough to act on; the rest would only repeat the lesson
-                rest = sorted(n for ns in list(failures.values())[k:] for n in ns)
-                result.messages.append(f"case{'s' if len(rest) > 1 else ''} {', '.join(map(str, rest))} "
-                                       "fail too (fix the ones above first)")
-                break
-            result.messages.append(label + message)
-        report.checks.append(result)
+    with StudentProcess(exercise, solution_path, entry_points, Limits(seconds_per_case=CASE_TIME_LIMIT_S)) as student:
+        report.protections = list(student.protections)
+        report.missing_protections = student.missing_protections
+        if student.load_error:
+            report.load_error = f"{student.load_error}\nEvery check scores 0 until the file loads."
+            report.checks = [CheckResult(c.name, c.description, 0, c.max_points) for c in checks]
+            report.seconds = time.perf_counter() - start
+            return report
+        for check in checks:
+            result = CheckResult(check.name, check.description, 0, check.max_points)
+            failures: dict[str, list[int]] = {}  # the same message for several cases is shown once
+            for number, case in enumerate(check.cases, 1):
+                message = run_case(case, student)
+                if message is None:
+                    result.points += 1
+                else:
+                    failures.setdefault(message, []).append(number)
+            for k, (message, numbers) in enumerate(failures.items()):
+                label = ""
+                if check.max_points > 1:
+                    label = f"case{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))}: "
+                if k == MESSAGES_PER_CHECK:  # enough to act on; the rest would only repeat the lesson
+                    rest = sorted(n for ns in list(failures.values())[k:] for n in ns)
+                    result.messages.append(f"case{'s' if len(rest) > 1 else ''} {', '.join(map(str, rest))} "
+                                           "fail too (fix the ones above first)")
+                    break
+                result.messages.append(label + message)
+            report.checks.append(result)
     report.seconds = time.perf_counter() - start
     return report
 
 
-def run_case(case: Case, solution: ModuleType, solution_path: Path) -> str | None:
-    """None if the case passes, else the feedback message."""
+def run_case(case: Case, student: Any) -> str | None:
+    """None if the case passes, else the feedback message. The student's code ran in its own
+    process; what fails here is the judgement of its result."""
     try:
-        with time_limit(CASE_TIME_LIMIT_S), _quiet_stdout():
-            case(solution)
+        case(student)
     except CaseFailed as err:
         return str(err)
-    except CaseTimeout as err:
+    return None
+
+
+def failure_message(err: BaseException, solution_path: Path) -> str:
+    """The feedback for an exception the student's code raised (in the student's process)."""
+    if isinstance(err, CaseFailed):
+        return str(err)
+    if isinstance(err, CaseTimeout):
         return f"your code {err}"
-    except NotImplementedError as err:
+    if isinstance(err, NotImplementedError):
         frames = traceback.extract_tb(err.__traceback__)
         if frames and Path(frames[-1].filename).resolve() == solution_path.resolve():  # a TODO of the starter
             return f"not written yet: {err}" if str(err) else "not written yet (NotImplementedError)"
         return f"your code raised {describe_exception(err, solution_path)}"
-    except RecursionError:
+    if isinstance(err, RecursionError):
         return "your code recursed too deeply (RecursionError)"
-    except (Exception, SystemExit) as err:  # noqa: BLE001 -- any failure of the student's code
-        return f"your code raised {describe_exception(err, solution_path)}"
-    return None
+    if isinstance(err, MemoryError):
+        return "your code ran out of memory (MemoryError: the grader's memory limit)"
+    message = f"your code raised {describe_exception(err, solution_path)}"
+    if isinstance(err, PermissionError):  # most likely one of the sandbox's fences
+        message += ("\n  (while grading, code may read only Python's own files, write only in its folder, and "
+                    "start no processes, programs or network connections)")
+    return message
 
 
 @contextlib.contextmanager
-def _quiet_stdout() -> Iterator[None]:
+def quiet_stdout() -> Iterator[None]:
     """Keep debugging prints of a solution out of the report (they go to stderr, truncated)."""
     import io
 

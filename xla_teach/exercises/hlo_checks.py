@@ -53,6 +53,27 @@ def run_student_pass(pass_class: Any, text: str) -> tuple[HloModule, HloModule, 
     return original, module, bool(changed)
 
 
+def module_from_student(after: object, text: str, what: str = "your pass") -> HloModule:
+    """Parse the module text the student's process sent back (untrusted: anything may come)."""
+    if not isinstance(after, str):
+        raise CaseFailed(f"the grader got no module back from {what}\n{show('input', text)}")
+    try:
+        return parse_hlo(after)
+    except Exception as err:  # noqa: BLE001 -- whatever the text is, the case fails with the reason
+        raise CaseFailed(f"the module after {what} cannot be read back as HLO:\n  {err}\n{show('input', text)}") \
+            from None
+
+
+def student_pass(student: Any, entry: str, text: str) -> tuple[HloModule, HloModule, bool]:
+    """Run the student's pass class ``entry`` on ``text`` in the student's process; returns
+    (original, rewritten, changed), judged here from the module text it sends back."""
+    result = student.call("run_pass", entry=entry, text=text)
+    changed = result.get("changed") if isinstance(result, dict) else None
+    if not isinstance(changed, bool):
+        raise CaseFailed(f"run() must return True or False\n{show('on module', text)}")
+    return parse_hlo(text), module_from_student(result.get("text"), text), changed
+
+
 def check_verifies(module: HloModule, text: str) -> str:
     """The rewritten module must still be well formed; returns its short text."""
     from xla_teach.hlo.verifier import verify_module

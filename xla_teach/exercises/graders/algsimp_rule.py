@@ -9,42 +9,16 @@ cannot do the work for it. Each generated module plants patterns that must be re
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from functools import partial
-from types import ModuleType
 
 from xla_teach.exercises.exercise import Exercise
 from xla_teach.exercises.grading import CaseFailed, Check
-from xla_teach.exercises.hlo_checks import check_same_results, check_verifies, show
+from xla_teach.exercises.hlo_checks import check_same_results, check_verifies, module_from_student, show
 from xla_teach.exercises.random_modules import FLOAT_BINARY, INT_BINARY, ModuleWriter, random_expression
-from xla_teach.hlo.ir import HloInstruction
+from xla_teach.exercises.sandbox import StudentProcess
 from xla_teach.hlo.parser import parse_hlo
-from xla_teach.passes.simplifiers.algebraic_simplifier import AlgebraicSimplifier
-from xla_teach.passes.simplifiers.algsimp_rules_base import Rule
 
 ENTRY_POINT = "rewrite"
-
-
-def _checked(rewrite: Callable[[HloInstruction], object]) -> Callable[[HloInstruction], HloInstruction | None]:
-    """The student's rule, with its result checked before the simplifier uses it."""
-
-    def apply(instr: HloInstruction) -> HloInstruction | None:
-        result = rewrite(instr)
-        if result is None:
-            return None
-        if not isinstance(result, HloInstruction):
-            raise CaseFailed(f"rewrite({instr.name}) must return an HloInstruction or None, "
-                             f"but returned {result!r}")
-        if result.parent is not instr.parent:
-            raise CaseFailed(f"rewrite({instr.name}) returned {result.name}, which is not in the same computation: "
-                             "add new instructions with instr.parent.add_instruction(...) (or the rewrite_utils "
-                             "helpers) before returning them")
-        if not result.shape.compatible(instr.shape):
-            raise CaseFailed(f"rewrite({instr.name}) returned {result.name} of shape {result.shape}, but "
-                             f"{instr.name} has shape {instr.shape}: a replacement must have the same shape")
-        return result
-
-    return apply
 
 
 # ---- generated modules ---------------------------------------------------------------------------
@@ -108,10 +82,10 @@ def subtract_module(seed: int, with_float: bool = False) -> str:
 
 
 # ---- the case ----------------------------------------------------------------------------------------
-def _rule_case(text: str, solution: ModuleType, specials: bool = False) -> None:
-    original, module = parse_hlo(text), parse_hlo(text)
-    rule = Rule("student rewrite", ("*elementwise",), _checked(getattr(solution, ENTRY_POINT)))
-    AlgebraicSimplifier(rules=(rule,)).run(module)
+def _rule_case(text: str, solution: StudentProcess, specials: bool = False) -> None:
+    original = parse_hlo(text)
+    result = solution.call("simplify", entry=ENTRY_POINT, text=text)  # in the student's process
+    module = module_from_student(result.get("text") if isinstance(result, dict) else None, text, "the simplifier")
     after = check_verifies(module, text)
     left = {i.name for i in module.entry.instructions}
     planted = {i.name for i in original.entry.instructions}

@@ -12,62 +12,18 @@ from __future__ import annotations
 
 import random
 from functools import partial
-from types import ModuleType
 
 from xla_teach.exercises.exercise import Exercise
 from xla_teach.exercises.grading import CaseFailed, Check
 from xla_teach.exercises.hlo_checks import fake_args, show
 from xla_teach.exercises.random_modules import ModuleWriter, random_expression
-from xla_teach.hlo.ir import HloInstruction, HloModule
+from xla_teach.exercises.sandbox import StudentProcess
+from xla_teach.exercises.student_tasks import make_pipeline
+from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.parser import parse_hlo
-from xla_teach.passes.pass_base import HloPass, HloPassPipeline, PassOptions, PassRecorder
+from xla_teach.passes.pass_base import HloPassPipeline, PassOptions, PassRecorder
 
 ENTRY_POINT = "find_broken_pass"
-
-
-# ---- deliberately wrong passes ---------------------------------------------------------------------
-class _RewriteOpcode(HloPass):
-    """DELIBERATELY WRONG (a test hook): replaces every ``old`` by ``new`` with the same operands."""
-
-    def __init__(self, name: str, old: str, new: str) -> None:
-        super().__init__()
-        self.name, self.old, self.new = name, old, new
-
-    def run(self, module: HloModule) -> bool:
-        changed = False
-        for comp in module.computations:
-            for instr in list(comp.instructions):
-                if instr.opcode == self.old:
-                    wrong = HloInstruction(self.new, instr.shape, instr.operands, dict(instr.attrs))
-                    comp.replace_instruction(instr, wrong)
-                    changed = True
-        return changed
-
-
-class _SwapSubtract(HloPass):
-    """DELIBERATELY WRONG (a test hook): ``a - b`` becomes ``b - a``."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self.name = name
-
-    def run(self, module: HloModule) -> bool:
-        changed = False
-        for instr in list(module.instructions()):
-            if instr.opcode == "subtract" and instr.operand(0) is not instr.operand(1):
-                a, b = instr.operands
-                instr.replace_operand_with(0, b)
-                instr.replace_operand_with(1, a)
-                changed = True
-        return changed
-
-
-def _broken_pass(kind: str, name: str) -> HloPass:
-    if kind == "swap-subtract":
-        return _SwapSubtract(name)
-    if kind == "multiply-to-add":
-        return _RewriteOpcode(name, "multiply", "add")
-    return _RewriteOpcode(name, "maximum", "minimum")
 
 
 # (what the planted pass does, its name, the pass or sub-pipeline it runs after); None: nothing planted
@@ -78,28 +34,6 @@ CASES: list[tuple[str, str, str] | None] = [
     ("swap-subtract", "subtract-simplifier", "tree_reduction_rewriter"),
     None,
 ]
-
-
-def _insert_after(pipeline: HloPassPipeline, after: str, new_pass: HloPass) -> bool:
-    for i, p in enumerate(pipeline.passes):
-        if p.name == after:
-            pipeline.passes.insert(i + 1, new_pass)
-            return True
-        if isinstance(p, HloPassPipeline) and _insert_after(p, after, new_pass):
-            return True
-    return False
-
-
-def make_pipeline(case: tuple[str, str, str] | None) -> HloPassPipeline:
-    """The CPU pipeline, with the case's broken pass planted."""
-    from xla_teach.tools.tool_support import backend_pipeline
-
-    pipeline = backend_pipeline("cpu")
-    if case is not None:
-        kind, name, after = case
-        if not _insert_after(pipeline, after, _broken_pass(kind, name)):
-            raise AssertionError(f"the CPU pipeline has no pass '{after}'")
-    return pipeline
 
 
 # ---- generated modules -------------------------------------------------------------------------------
@@ -141,16 +75,18 @@ def _pipeline_names(pipeline: HloPassPipeline) -> set[str]:
     return names
 
 
-def _bisect_case(case: tuple[str, str, str] | None, seed: int, solution: ModuleType) -> None:
+def _bisect_case(case: tuple[str, str, str] | None, seed: int, solution: StudentProcess) -> None:
     text = bisect_module(seed)
     module = parse_hlo(text)
     args = fake_args(module, seed)
-    answer = getattr(solution, ENTRY_POINT)(module.clone(), make_pipeline(case), [a.copy() for a in args])
+    result = solution.call("find_broken_pass", entry=ENTRY_POINT, text=text, args=args,
+                           planted=list(case) if case is not None else None)  # in the student's process
+    answer = result.get("answer") if isinstance(result, dict) else None
     expected = case[1] if case is not None else None
     if answer == expected or (expected is None and answer == ""):
         return
     if answer is not None and not isinstance(answer, str):
-        raise CaseFailed(f"{ENTRY_POINT} must return a pass name (a str) or None, but returned {answer!r}")
+        raise CaseFailed(f"{ENTRY_POINT} must return a pass name (a str) or None")
     if expected is None:
         raise CaseFailed(f"returned '{answer}', but no pass breaks this module: every stage computes what the "
                          f"input computes, so the answer is None\n{show('module', text)}")

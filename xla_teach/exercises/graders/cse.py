@@ -11,7 +11,6 @@ import random
 from collections import Counter
 from collections.abc import Hashable
 from functools import partial
-from types import ModuleType
 
 from xla_teach.exercises.exercise import Exercise
 from xla_teach.exercises.grading import CaseFailed, Check
@@ -19,8 +18,8 @@ from xla_teach.exercises.hlo_checks import (
     check_reported_change,
     check_same_results,
     check_verifies,
-    run_student_pass,
     show,
+    student_pass,
 )
 from xla_teach.exercises.random_modules import (
     FLOAT_BINARY,
@@ -29,6 +28,7 @@ from xla_teach.exercises.random_modules import (
     ModuleWriter,
     random_expression,
 )
+from xla_teach.exercises.sandbox import StudentProcess
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.parser import parse_hlo
 from xla_teach.passes.simplifiers.cse import CommonSubexpressionElimination, cse_key
@@ -129,8 +129,8 @@ def _duplicate_groups(module: HloModule) -> list[list[str]]:
     return [g for g in groups.values() if len(g) > 1]
 
 
-def _cse_case(text: str, solution: ModuleType) -> None:
-    original, module, changed = run_student_pass(getattr(solution, ENTRY_POINT), text)
+def _cse_case(text: str, solution: StudentProcess) -> None:
+    original, module, changed = student_pass(solution, ENTRY_POINT, text)
     after = check_verifies(module, text)
     reference = parse_hlo(text)
     CommonSubexpressionElimination().run(reference)
@@ -154,12 +154,12 @@ def _cse_case(text: str, solution: ModuleType) -> None:
     check_same_results(original, module, text, after_text=after)
 
 
-def _reports_change(text: str, solution: ModuleType) -> None:
-    _, module, changed = run_student_pass(getattr(solution, ENTRY_POINT), text)
+def _reports_change(text: str, solution: StudentProcess) -> None:
+    _, module, changed = student_pass(solution, ENTRY_POINT, text)
     if not changed:
         raise CaseFailed("run() returned False on a module with duplicates\n" + show("input", text))
     again_text = module.to_text()
-    first, again, changed_again = run_student_pass(getattr(solution, ENTRY_POINT), again_text)
+    first, again, changed_again = student_pass(solution, ENTRY_POINT, again_text)
     if changed_again:
         raise CaseFailed("a second run returned True: after one run no duplicates are left\n"
                          + show("second input", again_text))

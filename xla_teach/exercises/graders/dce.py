@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from functools import partial
-from types import ModuleType
 
 from xla_teach.exercises.exercise import Exercise
 from xla_teach.exercises.grading import CaseFailed, Check
@@ -19,8 +18,8 @@ from xla_teach.exercises.hlo_checks import (
     check_same_results,
     check_verifies,
     format_names,
-    run_student_pass,
     show,
+    student_pass,
 )
 from xla_teach.exercises.random_modules import (
     FLOAT_BINARY,
@@ -30,6 +29,7 @@ from xla_teach.exercises.random_modules import (
     random_expression,
     random_shape,
 )
+from xla_teach.exercises.sandbox import StudentProcess
 from xla_teach.hlo.ir import HloModule
 
 ENTRY_POINT = "DeadCodeElimination"
@@ -102,8 +102,8 @@ def _all_dims(dims: str) -> str:
 
 
 # ---- cases ---------------------------------------------------------------------------------------
-def _removes_exactly_the_dead(text: str, solution: ModuleType) -> None:
-    original, module, changed = run_student_pass(getattr(solution, ENTRY_POINT), text)
+def _removes_exactly_the_dead(text: str, solution: StudentProcess) -> None:
+    original, module, changed = student_pass(solution, ENTRY_POINT, text)
     after = check_verifies(module, text)
     want_instrs, want_comps = expected_survivors(original)
     got_instrs = {i.name for i in module.entry.instructions}
@@ -125,14 +125,14 @@ def _removes_exactly_the_dead(text: str, solution: ModuleType) -> None:
     check_same_results(original, module, text, after_text=after)
 
 
-def _idempotent(text: str, solution: ModuleType) -> None:
+def _idempotent(text: str, solution: StudentProcess) -> None:
     """First run: True (there is dead code); second run on the result: False, nothing changed."""
-    original, module, changed = run_student_pass(getattr(solution, ENTRY_POINT), text)
+    original, module, changed = student_pass(solution, ENTRY_POINT, text)
     if not changed:
         raise CaseFailed("run() returned False on a module with dead code\n" + show("input", text))
     check_verifies(module, text)
     again_text = module.to_text()
-    _, again, changed_again = run_student_pass(getattr(solution, ENTRY_POINT), again_text)
+    _, again, changed_again = student_pass(solution, ENTRY_POINT, again_text)
     if changed_again:
         raise CaseFailed("running the pass a second time returned True: after one run there is no dead code "
                          "left, so nothing should change\n" + show("second input", again_text))
@@ -142,7 +142,7 @@ def _idempotent(text: str, solution: ModuleType) -> None:
 def make_checks(seed: int = 0) -> list[Check]:
     base = 1000 * seed
 
-    def cases(fn: Callable[[str, ModuleType], None], texts: list[str]) -> list[Callable[[ModuleType], None]]:
+    def cases(fn: Callable[[str, StudentProcess], None], texts: list[str]) -> list[Callable[[StudentProcess], None]]:
         return [partial(fn, text) for text in texts]
 
     return [

@@ -13,19 +13,14 @@ missing function would abort the JIT, and with it the grader).
 
 from __future__ import annotations
 
-import ctypes
-import functools
-import weakref
-from collections.abc import Callable
 from functools import partial
-from types import ModuleType
 
-import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
 from xla_teach.exercises.exercise import Exercise
 from xla_teach.exercises.grading import CaseFailed, Check
+from xla_teach.exercises.sandbox import StudentProcess
 
 ENTRY_POINT = "emit_softplus"
 I64 = ir.IntType(64)
@@ -34,96 +29,6 @@ _IR_TYPES = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.Doub
 MAX_ULP = 4  # the reference solution stays within 2; libm-quality code within 1
 
 
-# ---- a JIT-compiled map kernel around the student's scalar emitter --------------------------------
-def build_map_kernel(emit: Callable[[ir.IRBuilder, ir.Value], object], dtype: np.dtype) -> str:
-    """The IR text of ``void kernel(ptr out, ptr in, i64 n)``: ``out[i] = emit(in[i])``."""
-    fty = _IR_TYPES[dtype]
-    module = ir.Module(name="softplus_kernel")
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64]), name="kernel")
-    out, inp, n = fn.args
-    entry, header, body, done = (fn.append_basic_block(s) for s in ("entry", "header", "body", "done"))
-    b = ir.IRBuilder(entry)
-    b.branch(header)
-    b.position_at_end(header)
-    i = b.phi(I64, name="i")
-    i.add_incoming(ir.Constant(I64, 0), entry)
-    b.cbranch(b.icmp_signed("<", i, n), body, done)
-    b.position_at_end(body)
-    x = b.load(b.gep(inp, [i], inbounds=True, source_etype=fty), typ=fty, name="x")
-    y = emit(b, x)
-    if not isinstance(y, ir.Value):
-        raise CaseFailed(f"{ENTRY_POINT} must return the llvmlite value it built, but returned {y!r}")
-    if y.type != fty:
-        raise CaseFailed(f"{ENTRY_POINT} returned a {y.type} for a {fty} input: the result must have the "
-                         "input's type (x.type)")
-    b.store(y, b.gep(out, [i], inbounds=True, source_etype=fty))
-    i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
-    b.branch(header)
-    b.position_at_end(done)
-    b.ret_void()
-    return str(module)
-
-
-@functools.cache
-def _initialize_llvm() -> None:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    llvm.initialize_native_asmparser()
-
-
-def _check_calls(ir_text: str) -> None:
-    """Refuse calls to functions that do not exist (MCJIT would abort the whole process)."""
-    _initialize_llvm()
-    try:
-        parsed = llvm.parse_assembly(ir_text)
-        parsed.verify()
-    except RuntimeError as err:
-        raise CaseFailed(f"the IR is not valid LLVM IR:\n  {str(err).strip()}\n{_numbered(ir_text)}") from None
-    for fn in parsed.functions:
-        if fn.is_declaration and not fn.name.startswith("llvm.") and not llvm.address_of_symbol(fn.name):
-            raise CaseFailed(f"the IR calls `{fn.name}`, which does not exist here: use LLVM intrinsics "
-                             "(llvm.fabs, llvm.maxnum...) or the emitters of xla_teach.backends.llvm.math")
-
-
-def _numbered(text: str, limit: int = 60) -> str:
-    lines = text.splitlines()
-    shown = [f"  {k + 1:3d}  {line}" for k, line in enumerate(lines[:limit])]
-    return "\n".join(shown + (["  ..."] if len(lines) > limit else []))
-
-
-class ScalarKernel:
-    """The student's emitter, compiled for ``dtype`` and callable on NumPy arrays."""
-
-    def __init__(self, emit: Callable[[ir.IRBuilder, ir.Value], object], dtype: np.dtype) -> None:
-        from xla_teach.backends.cpu.jit import CpuJit
-
-        self.dtype = np.dtype(dtype)
-        ir_text = build_map_kernel(emit, self.dtype)
-        _check_calls(ir_text)
-        self.jit = CpuJit(ir_text, opt_level=2, keep_assembly=False)
-        address = self.jit.function_address("kernel")
-        self._fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(address)
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        x = np.ascontiguousarray(x, dtype=self.dtype)
-        out = np.empty_like(x)
-        self._fn(out.ctypes.data, x.ctypes.data, x.size)
-        return out
-
-
-_KERNELS: weakref.WeakKeyDictionary[ModuleType, dict[str, ScalarKernel]] = weakref.WeakKeyDictionary()
-
-
-def kernel_for(solution: ModuleType, dtype: type) -> ScalarKernel:
-    """Compile once per loaded solution and dtype (every check reuses it)."""
-    kernels = _KERNELS.setdefault(solution, {})
-    key = np.dtype(dtype).str
-    if key not in kernels:
-        kernels[key] = ScalarKernel(getattr(solution, ENTRY_POINT), np.dtype(dtype))
-    return kernels[key]
-
-
-# ---- the reference and the comparison ------------------------------------------------------------------
 def softplus_reference(x: np.ndarray) -> np.ndarray:
     """``log(1 + e^x)`` in more precision than ``x`` has, rounded to ``x``'s type."""
     wide = np.float64 if x.dtype == np.float32 else np.longdouble
@@ -165,9 +70,9 @@ def _samples(dtype: type, kind: str, seed: int) -> np.ndarray:
     return values.astype(dtype)
 
 
-def _accuracy_case(dtype: type, kind: str, seed: int, solution: ModuleType) -> None:
+def _accuracy_case(dtype: type, kind: str, seed: int, solution: StudentProcess) -> None:
     x = _samples(dtype, kind, seed)
-    got = kernel_for(solution, dtype)(x)
+    got = _softplus_of(solution, dtype, x)
     want = softplus_reference(x)
     err = ulp_distance(got, want)
     bad = np.flatnonzero(err > (0 if kind == "special" else MAX_ULP))
@@ -184,9 +89,18 @@ def _accuracy_case(dtype: type, kind: str, seed: int, solution: ModuleType) -> N
                          f"{0 if kind == 'special' else MAX_ULP} ulp; the worst:\n{rows}{hint}")
 
 
-def _compiles_case(solution: ModuleType) -> None:
+def _softplus_of(solution: StudentProcess, dtype: type, x: np.ndarray) -> np.ndarray:
+    """The student's kernel, compiled and run in the student's process, on ``x``."""
+    result = solution.call("evaluate", entry=ENTRY_POINT, dtype=np.dtype(dtype).name, x=x)
+    got = result.get("y") if isinstance(result, dict) else None
+    if not isinstance(got, np.ndarray) or got.shape != x.shape or got.dtype != x.dtype:
+        raise CaseFailed(f"the kernel gave no {np.dtype(dtype).name} result of {x.size} elements")
+    return got
+
+
+def _compiles_case(solution: StudentProcess) -> None:
     for dtype in (np.float32, np.float64):
-        kernel_for(solution, dtype)
+        _softplus_of(solution, dtype, np.zeros(1, dtype))
 
 
 def make_checks(seed: int = 0) -> list[Check]:

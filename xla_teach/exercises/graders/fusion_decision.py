@@ -15,17 +15,14 @@ Two kinds of checks:
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from functools import partial
-from types import ModuleType
-
-import numpy as np
 
 from xla_teach.exercises.exercise import Exercise
 from xla_teach.exercises.grading import CaseFailed, Check
 from xla_teach.exercises.hlo_checks import check_same_results, check_verifies, show, strip_layouts
 from xla_teach.exercises.random_modules import ModuleWriter
-from xla_teach.hlo.ir import HloInstruction
+from xla_teach.exercises.sandbox import StudentProcess
+from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.hlo.parser import parse_hlo
 from xla_teach.passes.fusion.fusion_rules import FusionConfig, fusion_decision
 from xla_teach.passes.fusion.instruction_fusion import InstructionFusion
@@ -40,12 +37,15 @@ def reference(producer: HloInstruction, consumer: HloInstruction) -> str | None:
     return fusion_decision(producer, consumer, CONFIG)
 
 
-def _ask(should_fuse: Callable[..., object], producer: HloInstruction, consumer: HloInstruction) -> bool:
-    answer = should_fuse(producer, consumer)
-    if not isinstance(answer, bool | np.bool_):
-        raise CaseFailed(f"should_fuse({producer.name}, {consumer.name}) must return True or False, "
-                         f"but returned {answer!r}")
-    return bool(answer)
+def _ask(student: StudentProcess, text: str, producer: HloInstruction, consumer: HloInstruction) -> bool:
+    """The student's ``should_fuse(producer, consumer)``, asked in the student's process about the
+    instructions of these names in the module ``text``."""
+    result = student.call("decide", entry=ENTRY_POINT, text=text, producer=producer.name, consumer=consumer.name)
+    if not isinstance(result, dict) or not isinstance(result.get("fuse"), bool):
+        raise CaseFailed(f"should_fuse({producer.name}, {consumer.name}) must return True or False")
+    if result.get("edited"):
+        raise CaseFailed("should_fuse changed the module: it must only look, never edit\n" + show("input", text))
+    return bool(result["fuse"])
 
 
 def _describe(instr: HloInstruction) -> str:
@@ -193,20 +193,17 @@ ENTRY main {{
 
 
 # ---- the cases ------------------------------------------------------------------------------------------
-def _decisions_case(text: str, solution: ModuleType, rule: str = "") -> None:
+def _decisions_case(text: str, solution: StudentProcess, rule: str = "") -> None:
     """Every producer -> consumer edge of the ENTRY, asked directly."""
-    should_fuse = getattr(solution, ENTRY_POINT)
     module = parse_hlo(text)
-    before = module.to_text()
+    asked = module.to_text()  # the student's process parses the same text
     wrong = []
     for consumer in module.entry.post_order():
         for producer in dict.fromkeys(consumer.operands):
             why = reference(producer, consumer)
-            got = _ask(should_fuse, producer, consumer)
+            got = _ask(solution, asked, producer, consumer)
             if got != (why is None):
                 wrong.append(_mismatch(producer, consumer, got, why))
-    if module.to_text() != before:
-        raise CaseFailed("should_fuse changed the module: it must only look, never edit\n" + show("input", text))
     if wrong:
         more = f"\n({len(wrong) - 2} more wrong decision(s) on this module)" if len(wrong) > 2 else ""
         heading = f"rule: {rule}\n" if rule else ""
@@ -216,22 +213,23 @@ def _decisions_case(text: str, solution: ModuleType, rule: str = "") -> None:
 class _GradedFusion(InstructionFusion):
     """``InstructionFusion`` that fuses what the student says, noting where the reference disagrees."""
 
-    def __init__(self, should_fuse: Callable[..., object]) -> None:
+    def __init__(self, student: StudentProcess, module: HloModule) -> None:
         super().__init__(CONFIG)
-        self.should_fuse = should_fuse
+        self.student = student
+        self.module = module
         self.wrong: list[str] = []
 
     def decide(self, producer: HloInstruction, consumer: HloInstruction) -> str | None:
         why = reference(producer, consumer)
-        got = _ask(self.should_fuse, producer, consumer)
+        got = _ask(self.student, self.module.to_text(), producer, consumer)  # the module as it is now
         if got != (why is None):
             self.wrong.append(_mismatch(producer, consumer, got, why))
         return None if got else (why or "the solution said no")
 
 
-def _fusion_pass_case(text: str, solution: ModuleType) -> None:
+def _fusion_pass_case(text: str, solution: StudentProcess) -> None:
     original, module = parse_hlo(text), parse_hlo(text)
-    fusion = _GradedFusion(getattr(solution, ENTRY_POINT))
+    fusion = _GradedFusion(solution, module)
     try:
         fusion.run(module)
     except CaseFailed:

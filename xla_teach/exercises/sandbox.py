@@ -1,0 +1,224 @@
+"""The grader's side of a submission: a child process that runs the student's code, and nothing else.
+
+A grader that imports a student's file into its own process can be talked into anything: the
+file may replace the grader's functions (``grading.run_case = lambda *a: None`` gives full
+marks), read the hidden checks' answers, write over the teacher's files. So the student's code
+runs in a child process (:mod:`student_process`) that
+
+* starts in a fresh folder holding only the submission, which it may write in and nowhere
+  else, and may read only Python's own files besides (Landlock);
+* may not start processes or programs, nor open network sockets (seccomp);
+* has a memory, CPU-time and file-size limit, and a wall-clock limit per case;
+* receives inputs and sends back results as plain data (:mod:`wire`) over pipes of its own.
+
+The checks -- what is right, what the expected answers are -- stay here, in the grading
+process: a case asks :meth:`StudentProcess.call` for the student's result and judges it. A
+child that dies (out of memory, killed for a loop, ``os._exit``) fails the case it was running
+and is started again for the next one.
+
+``StudentProcess.protections`` lists what the child could put in place; a protection the
+operating system did not allow is named, and the report says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO, Any
+
+from xla_teach.exercises.confinement import Limits
+from xla_teach.exercises.grading import CaseFailed
+from xla_teach.exercises.wire import decode, encode
+
+STARTUP_SECONDS = 120.0  # imports (NumPy, LLVM) before the student's file is even read
+PRINTS_SHOWN = 2000  # characters of a case's prints copied to the grader's stderr
+
+
+class StudentProcess:
+    """One submission, loaded in a fenced-in child process (see the module docstring)."""
+
+    def __init__(self, exercise: str, solution: Path, entry_points: Sequence[tuple[str, str]],
+                 limits: Limits | None = None) -> None:
+        self.exercise = exercise
+        self.solution = Path(solution)
+        self.entry_points = [list(e) for e in entry_points]
+        self.limits = limits or Limits()
+        self.protections: list[str] = []
+        self.load_error = ""
+        self._folder: Path | None = None
+        self._logs: Path | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._requests: IO[str] | None = None
+        self._answers: int | None = None  # the pipe the child answers on (read unbuffered, see _receive)
+        self._pending = b""  # bytes read from it that do not yet end a line
+        self._printed = 0
+
+    # ---- life cycle ----------------------------------------------------------------------------------------
+    def __enter__(self) -> StudentProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Start the child and load the submission (``load_error`` says why that failed)."""
+        self.close()
+        self._folder = Path(tempfile.mkdtemp(prefix=f"xla_teach_grade_{self.exercise}_"))
+        self._logs = Path(tempfile.mkdtemp(prefix="xla_teach_grade_logs_"))
+        shutil.copyfile(self.solution, self._folder / self.solution.name)
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        settings = {"exercise": self.exercise, "solution": self.solution.name, "entry_points": self.entry_points,
+                    "limits": asdict(self.limits), "requests_fd": to_child_r, "answers_fd": from_child_w}
+        output = open(self._logs / "output.txt", "wb")  # noqa: SIM115 - the child writes it while we run
+        self._printed = 0
+        self._process = subprocess.Popen(
+            # -P: the folder is not put on sys.path, so a submission called bisect.py or numpy.py
+            # does not stand in for the module of that name.
+            [sys.executable, "-P", "-m", "xla_teach.exercises.student_process", json.dumps(settings)],
+            cwd=self._folder, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+            pass_fds=(to_child_r, from_child_w), start_new_session=True, env=_child_environment())
+        output.close()
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self._requests = os.fdopen(to_child_w, "w", encoding="utf-8")
+        self._answers = from_child_r
+        self._pending = b""
+        hello = self._receive(STARTUP_SECONDS, "starting")
+        self.protections = [str(p) for p in hello.get("protections", [])]
+        loaded = self._receive(self.limits.seconds_per_case + STARTUP_SECONDS, "loading the file")
+        self.load_error = str(loaded.get("load_error", ""))
+
+    def close(self) -> None:
+        if self._process is not None:
+            _kill(self._process)
+            self._process = None
+        if self._requests is not None:
+            try:
+                self._requests.close()
+            except OSError:
+                pass
+        if self._answers is not None:
+            os.close(self._answers)
+        self._requests, self._answers = None, None
+        for folder in (self._folder, self._logs):
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+        self._folder = self._logs = None
+
+    @property
+    def missing_protections(self) -> list[str]:
+        """The protections the operating system did not allow (named in the report)."""
+        return [p for p in self.protections if "not " in p or p.startswith("no Landlock") or p.startswith("no seccomp")]
+
+    # ---- asking ------------------------------------------------------------------------------------------
+    def call(self, task: str, seconds: float | None = None, **args: Any) -> Any:
+        """Run ``task`` (see :mod:`student_tasks`) in the child; its result as plain data, or
+        :class:`CaseFailed` with the feedback when the student's code failed."""
+        if self._process is None or self._process.poll() is not None:
+            self.start()
+        if self.load_error:
+            raise CaseFailed(self.load_error)
+        limit = self.limits.seconds_per_case if seconds is None else seconds
+        assert self._requests is not None
+        try:
+            self._requests.write(json.dumps({"task": task, "args": encode(args), "seconds": limit}) + "\n")
+            self._requests.flush()
+        except BrokenPipeError:
+            raise CaseFailed(self._death("before the case started")) from None
+        try:
+            answer = self._receive(limit + 5.0, "this case")
+        finally:
+            self._copy_prints()
+        if "failed" in answer:
+            raise CaseFailed(str(answer["failed"]))
+        return decode(answer.get("ok"))
+
+    def _receive(self, seconds: float, doing: str) -> dict[str, Any]:
+        assert self._answers is not None and self._process is not None
+        deadline = time.monotonic() + seconds
+        while True:  # a line may already wait in _pending: look there before waiting on the pipe
+            line, newline, rest = self._pending.partition(b"\n")
+            if newline:
+                self._pending = rest
+                try:
+                    message = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(message, dict):
+                    return message
+                continue
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([self._answers], [], [], max(left, 0))
+            if not ready:
+                _kill(self._process)
+                raise CaseFailed(f"your code took longer than {seconds - 5.0:g} s (an endless loop?)"
+                                 if doing == "this case" else f"the grading process timed out while {doing}")
+            chunk = os.read(self._answers, 1 << 16)
+            if not chunk:
+                raise CaseFailed(self._death(f"while {doing}"))
+            self._pending += chunk
+
+    def _death(self, when: str) -> str:
+        """Why the child died, for the report."""
+        assert self._process is not None
+        try:
+            code = self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            _kill(self._process)
+            code = self._process.returncode
+        why = {-signal.SIGKILL: "was killed (out of memory?)", -signal.SIGXCPU:
+               f"used more than {self.limits.cpu_seconds} s of CPU time", -signal.SIGXFSZ:
+               f"wrote a file larger than {self.limits.file_bytes >> 20} MiB", -signal.SIGSEGV:
+               "crashed (segmentation fault)", -signal.SIGABRT: "aborted"}.get(code or 0, f"exited (code {code})")
+        tail = self._tail_of_output()
+        return f"the process running your code {why} {when}" + (f"; it printed:\n{tail}" if tail else "")
+
+    def _tail_of_output(self) -> str:
+        if self._logs is None or not (self._logs / "output.txt").is_file():
+            return ""
+        text = (self._logs / "output.txt").read_bytes()[-600:].decode("utf-8", "replace").strip()
+        return "\n".join("  " + line for line in text.splitlines()[-8:])
+
+    def _copy_prints(self) -> None:
+        """The student's prints during a case go to the grader's stderr (clipped), never the report."""
+        if self._logs is None:
+            return
+        path = self._logs / "output.txt"
+        if not path.is_file():
+            return
+        with open(path, "rb") as f:
+            f.seek(self._printed)
+            printed = f.read(PRINTS_SHOWN + 1)
+            self._printed = f.tell() if len(printed) <= PRINTS_SHOWN else os.path.getsize(path)
+        if printed:
+            text = printed[:PRINTS_SHOWN].decode("utf-8", "replace")
+            sys.stderr.write(text + ("\n... (truncated)\n" if len(printed) > PRINTS_SHOWN else ""))
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            process.kill()
+    process.wait()
+
+
+def _child_environment() -> dict[str, str]:
+    """The grader's environment, less what could point the child elsewhere; threads kept few."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XLA_FLAGS", "PYTHONSTARTUP"))}
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
