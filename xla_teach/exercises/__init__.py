@@ -59,7 +59,8 @@ def get_exercise(name: str) -> Exercise:
 
 
 def grade(exercise: str, solution_path: str | Path, seed: int = 0) -> GradeReport:
-    """Grade the student's file for ``exercise``; never raises for a bad solution file.
+    """Grade the student's file (``.py``, or a notebook's code cells) for ``exercise``; never
+    raises for a bad solution file.
 
     Raises :class:`ExerciseError` only for an unknown exercise or a missing file.
     ``seed`` picks the hidden modules (the same seed gives the same feedback).
@@ -68,6 +69,17 @@ def grade(exercise: str, solution_path: str | Path, seed: int = 0) -> GradeRepor
     path = Path(solution_path)
     if not path.is_file():
         raise ExerciseError(f"{path}: no such file (copy the starter {starter_file(ex.name)} and edit it)")
+    if path.suffix == ".ipynb":
+        import tempfile
+
+        from xla_teach.exercises.batch import notebook_source
+
+        with tempfile.TemporaryDirectory(prefix="xla_teach_notebook_") as folder:
+            source = Path(folder) / f"{path.stem}.py"
+            source.write_text(notebook_source(path))
+            report = run_checks(ex.name, source, ex.make_checks(seed), ex.entry_points)
+        report.solution = str(path)
+        return report
     return run_checks(ex.name, path, ex.make_checks(seed), ex.entry_points)
 
 

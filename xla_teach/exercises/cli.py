@@ -5,6 +5,7 @@
     xla-teach grade --list                      # the exercises and their starter files
     xla-teach grade --start dce                 # copy the starter to ./dce.py (never overwrites)
     xla-teach grade dce dce.py                  # grade: exit code 0 for a full score, else 1
+    xla-teach grade dce submissions/            # a whole class: CSV, results.json each, summary.html
 
 Importing this module registers ``grade`` with :mod:`xla_teach.tools.cli` (which imports it).
 """
@@ -22,11 +23,15 @@ HELP = "grade an exercise solution with the hidden checks (see docs/exercises.md
 def configure_grade(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("exercise", nargs="?", metavar="EXERCISE", help="dce, cse, algsimp_rule, fusion_decision, "
                         "elemental_emitter or bisect (--list describes them)")
-    parser.add_argument("solution", nargs="?", metavar="SOLUTION.py", help="your solution file")
+    parser.add_argument("solution", nargs="?", metavar="SOLUTION", help="your solution file (.py or .ipynb), or a "
+                        "folder of submissions to grade a whole class")
     parser.add_argument("--list", action="store_true", help="list the exercises with their starter files")
     parser.add_argument("--start", default="", metavar="EXERCISE",
                         help="copy the starter file of EXERCISE into the current directory")
     parser.add_argument("--seed", type=int, default=0, help="pick other hidden modules (default 0)")
+    parser.add_argument("--out", default=None, metavar="FOLDER", help="with a folder of submissions: where the "
+                        "results go (a new or empty folder; default grades_EXERCISE next to the submissions)")
+    parser.add_argument("--jobs", type=int, default=None, help="submissions graded at once (default: the cores)")
 
 
 def run_grade(args: argparse.Namespace) -> int:
@@ -46,6 +51,18 @@ def run_grade(args: argparse.Namespace) -> int:
     if not args.solution:
         raise ExerciseError(f"give the solution file: xla-teach grade {args.exercise} path/to/solution.py "
                             f"(start from --start {args.exercise})")
+    from pathlib import Path
+
+    if Path(args.solution).is_dir():
+        from xla_teach.exercises.batch import grade_folder, progress_bar
+
+        results = grade_folder(args.exercise, args.solution, out=args.out, seed=args.seed, jobs=args.jobs,
+                               progress=progress_bar)
+        full = sum(r.passed for r in results.reports.values())
+        print(f"graded {len(results.reports)} submissions of {results.exercise}: {full} with a full score")
+        for name in ("scores.csv", "summary.html", "results/STUDENT.json", "reports/STUDENT.txt"):
+            print(f"  {results.out / name}")
+        return 0
     report = grade(args.exercise, args.solution, seed=args.seed)
     print(report.text())
     return 0 if report.passed else 1
