@@ -53,6 +53,7 @@ def _environment(tmp: Path) -> Iterator[None]:
             os.environ.pop(name, None)
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), saved.get("PYTHONPATH")]))
         os.environ["TMPDIR"] = str(tmp)
+        os.environ["XLA_TEACH_EXERCISES_DIR"] = str(tmp / "exercises")  # the graded cells' starter copies
         yield
     finally:
         os.environ.clear()

@@ -265,7 +265,24 @@ else:
 # partial sums and a final `reduce` (a *tree reduction*, for accuracy and
 # parallelism), and wraps each in a `kLoop` fusion. Notebook 03 follows xla_teach's
 # own pipeline through rewrites like these, one pass at a time.
+
+# %% [markdown]
+# ## Graded exercise: `shape_inference`
 #
+# This chapter prepares this exercise (docs/exercises.md). The cell copies the
+# starter file into `~/xla_teach_exercises/` -- never over a copy you already edited -- and grades it
+# with the hidden checks, in a fenced-in process of its own. The task is in the starter's
+# docstring: fill in its `TODO`s, then run the cell again. The untouched starter scores 0.
+
+# %%
+from xla_teach.exercises import grade, start
+
+for exercise in ['shape_inference']:
+    mine = start(exercise)  # your copy, in ~/xla_teach_exercises/: made once, never overwritten
+    report = grade(exercise, mine)
+    print(mine, "->", report.feedback[0].split(": ")[-1])  # print(report): every check, and why it failed
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. **Builder.** Build `relu(x @ w + b)` for `x: f32[8,16]`, `w: f32[16,4]`, `b: f32[4]`

@@ -273,6 +273,22 @@ print(f"{len(recorder)} pass runs, {len(recorder.changed_records())} changed the
       f"{by_hand.instruction_count()} instructions at the end")
 
 # %% [markdown]
+# ## Graded exercises: `dce`, `cse`, `algsimp_rule`
+#
+# This chapter prepares these exercises (docs/exercises.md). The cell copies each
+# starter file into `~/xla_teach_exercises/` -- never over a copy you already edited -- and grades it
+# with the hidden checks, in a fenced-in process of its own. The task is in the starter's
+# docstring: fill in its `TODO`s, then run the cell again. The untouched starter scores 0.
+
+# %%
+from xla_teach.exercises import grade, start
+
+for exercise in ['dce', 'cse', 'algsimp_rule']:
+    mine = start(exercise)  # your copy, in ~/xla_teach_exercises/: made once, never overwritten
+    report = grade(exercise, mine)
+    print(mine, "->", report.feedback[0].split(": ")[-1])  # print(report): every check, and why it failed
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. **Flags.** Compile the module with `xla_disable_hlo_passes="algsimp"` only. Which

@@ -313,7 +313,24 @@ print("same results:", np.array_equal(out_fused, out_unfused))
 # Not every kernel is memory-bound. Expensive ops (`exponential`, `tanh`) do real
 # arithmetic per byte; then the speed also depends on the code the backend emits,
 # which exercise 3 and notebook 05 look into.
+
+# %% [markdown]
+# ## Graded exercise: `fusion_decision`
 #
+# This chapter prepares this exercise (docs/exercises.md). The cell copies the
+# starter file into `~/xla_teach_exercises/` -- never over a copy you already edited -- and grades it
+# with the hidden checks, in a fenced-in process of its own. The task is in the starter's
+# docstring: fill in its `TODO`s, then run the cell again. The untouched starter scores 0.
+
+# %%
+from xla_teach.exercises import grade, start
+
+for exercise in ['fusion_decision']:
+    mine = start(exercise)  # your copy, in ~/xla_teach_exercises/: made once, never overwritten
+    report = grade(exercise, mine)
+    print(mine, "->", report.feedback[0].split(": ")[-1])  # print(report): every check, and why it failed
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. **Predict, then check.** For `relu(x) * sigmoid(y) + x` where `sigmoid` is written

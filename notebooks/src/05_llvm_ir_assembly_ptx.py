@@ -217,6 +217,22 @@ else:
     print(f"CPU: {on_cpu:.5f}   interpreter: {expected:.5f}")
 
 # %% [markdown]
+# ## Graded exercises: `elemental_emitter`, `reduction_loop`
+#
+# This chapter prepares these exercises (docs/exercises.md). The cell copies each
+# starter file into `~/xla_teach_exercises/` -- never over a copy you already edited -- and grades it
+# with the hidden checks, in a fenced-in process of its own. The task is in the starter's
+# docstring: fill in its `TODO`s, then run the cell again. The untouched starter scores 0.
+
+# %%
+from xla_teach.exercises import grade, start
+
+for exercise in ['elemental_emitter', 'reduction_loop']:
+    mine = start(exercise)  # your copy, in ~/xla_teach_exercises/: made once, never overwritten
+    report = grade(exercise, mine)
+    print(mine, "->", report.feedback[0].split(": ")[-1])  # print(report): every check, and why it failed
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. **Vector width.** Recompile the seed example with `flags.override(xla_backend_optimization_level=0)`

@@ -169,6 +169,22 @@ for label, executable in (("unfused", unfused), ("fused", fused)):
     print(f"{label}: max |cpu - interpreter| = {np.abs(got - reference).max():.2e}")
 
 # %% [markdown]
+# ## Graded exercise: `liveness`
+#
+# This chapter prepares this exercise (docs/exercises.md). The cell copies the
+# starter file into `~/xla_teach_exercises/` -- never over a copy you already edited -- and grades it
+# with the hidden checks, in a fenced-in process of its own. The task is in the starter's
+# docstring: fill in its `TODO`s, then run the cell again. The untouched starter scores 0.
+
+# %%
+from xla_teach.exercises import grade, start
+
+for exercise in ['liveness']:
+    mine = start(exercise)  # your copy, in ~/xla_teach_exercises/: made once, never overwritten
+    report = grade(exercise, mine)
+    print(mine, "->", report.feedback[0].split(": ")[-1])  # print(report): every check, and why it failed
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. **Schedule matters.** Write a module where two independent branches each make a

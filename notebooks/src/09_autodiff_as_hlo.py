@@ -204,6 +204,22 @@ for eps in (1e-1, 1e-2, 1e-3, 1e-4, 1e-5):
     print(f"eps {eps:7.0e}: max |analytic - numeric| = {np.max(np.abs(analytic - numeric)):.1e}")
 
 # %% [markdown]
+# ## Graded exercise: `autodiff_rule`
+#
+# This chapter prepares this exercise (docs/exercises.md). The cell copies the
+# starter file into `~/xla_teach_exercises/` -- never over a copy you already edited -- and grades it
+# with the hidden checks, in a fenced-in process of its own. The task is in the starter's
+# docstring: fill in its `TODO`s, then run the cell again. The untouched starter scores 0.
+
+# %%
+from xla_teach.exercises import grade, start
+
+for exercise in ['autodiff_rule']:
+    mine = start(exercise)  # your copy, in ~/xla_teach_exercises/: made once, never overwritten
+    report = grade(exercise, mine)
+    print(mine, "->", report.feedback[0].split(": ")[-1])  # print(report): every check, and why it failed
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. **Read a rule.** Write `g(x) = xnp.sum(xnp.exp(x) / (1 + x * x))`, print

@@ -3,12 +3,16 @@
 ==================  ====================================================================
 exercise            the student writes
 ==================  ====================================================================
+``shape_inference`` ``infer_dot_shape(...)``: the result shape of a ``dot``, or ValueError
 ``dce``             dead code elimination, as an ``HloPass``
 ``cse``             common subexpression elimination, as an ``HloPass``
 ``algsimp_rule``    one algebraic-simplifier rule: ``rewrite(instr) -> instr | None``
 ``fusion_decision`` ``should_fuse(producer, consumer) -> bool``, by documented rules
 ``elemental_emitter`` the LLVM IR of a new elementwise op (softplus), JIT-compiled
+``reduction_loop``  ``emit_row_sum(...)``: a reduction kernel's loop nest in LLVM IR
+``liveness``        ``live_ranges`` and ``peak_bytes`` of a computation in a given order
 ``bisect``          ``find_broken_pass(module, pipeline, args)``: name the pass that breaks
+``autodiff_rule``   ``atan2_vjp(ct, inputs, out)``: atan2's vector-Jacobian product
 ==================  ====================================================================
 
 Start from the starter file (``notebooks/exercises/NAME.py``, or :func:`copy_starter`),
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -35,7 +40,8 @@ from xla_teach.exercises.grading import ExerciseError, GradeReport, run_checks
 from xla_teach.exercises.starters import solution_file, starter_file
 
 # In the order a student meets them; each names a module of xla_teach/exercises/graders/.
-EXERCISE_NAMES = ("dce", "cse", "algsimp_rule", "fusion_decision", "elemental_emitter", "bisect")
+EXERCISE_NAMES = ("shape_inference", "dce", "cse", "algsimp_rule", "fusion_decision", "elemental_emitter",
+                  "reduction_loop", "liveness", "bisect", "autodiff_rule")
 
 
 @functools.cache
@@ -83,6 +89,21 @@ def grade(exercise: str, solution_path: str | Path, seed: int = 0) -> GradeRepor
     return run_checks(ex.name, path, ex.make_checks(seed), ex.entry_points)
 
 
+def exercise_folder() -> Path:
+    """Where :func:`start` keeps your copies: ``$XLA_TEACH_EXERCISES_DIR``, or
+    ``~/xla_teach_exercises``."""
+    folder = Path(os.environ.get("XLA_TEACH_EXERCISES_DIR") or Path.home() / "xla_teach_exercises")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def start(exercise: str) -> Path:
+    """Your copy of the starter of ``exercise`` in :func:`exercise_folder` (made the first time,
+    never overwritten afterwards): edit it, then ``grade(exercise, start(exercise))``."""
+    mine = exercise_folder() / starter_file(get_exercise(exercise).name).name
+    return mine if mine.exists() else copy_starter(exercise, mine)
+
+
 def copy_starter(exercise: str, destination: str | Path = ".") -> Path:
     """Copy the starter of ``exercise`` to ``destination`` (a directory or a file name); never
     overwrites a file. Returns the path of the copy."""
@@ -104,8 +125,10 @@ __all__ = [  # noqa: F822 -- EXERCISES comes from __getattr__
     "ExerciseError",
     "GradeReport",
     "copy_starter",
+    "exercise_folder",
     "get_exercise",
     "grade",
     "solution_file",
+    "start",
     "starter_file",
 ]

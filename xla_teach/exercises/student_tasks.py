@@ -286,7 +286,131 @@ def find_broken_pass(solution: ModuleType, entry: str, text: str, args: list[np.
     return {"answer": answer}
 
 
+# ---- shape_inference: the shape of a dot -------------------------------------------------------------------
+def infer_shape(solution: ModuleType, entry: str, lhs: str, rhs: str, lhs_batch: list[int], rhs_batch: list[int],
+                lhs_contracting: list[int], rhs_contracting: list[int]) -> dict[str, Any]:
+    """The student's ``infer_dot_shape`` on two shapes (given as text); ``shape`` is the result's
+    text, or None when it raised ``ValueError`` (the answer for a dot that has no shape)."""
+    from xla_teach.hlo.parser import parse_shape
+    from xla_teach.hlo.shape import Shape
+
+    try:
+        result = getattr(solution, entry)(parse_shape(lhs), parse_shape(rhs), list(lhs_batch), list(rhs_batch),
+                                          list(lhs_contracting), list(rhs_contracting))
+    except ValueError:
+        return {"shape": None}
+    if not isinstance(result, Shape):
+        raise CaseFailed(f"{entry} must return a Shape (Shape.array(element_type, dims)), but returned {result!r}")
+    return {"shape": result.to_text(print_layout=False)}
+
+
+# ---- liveness: live ranges and peak memory ----------------------------------------------------------------
+def liveness(solution: ModuleType, entry: list[str], text: str, order: list[str]) -> dict[str, Any]:
+    """The student's ``live_ranges`` and ``peak_bytes`` on the ENTRY of ``text`` in ``order``."""
+    module = parse_hlo(text)
+    by_name = {i.name: i for i in module.entry.instructions}
+    ranges_fn, peak_fn = (getattr(solution, name) for name in entry)
+    ranges = ranges_fn(module.entry, [by_name[n] for n in order])
+    if not isinstance(ranges, dict):
+        raise CaseFailed(f"live_ranges must return a dict {{name: (start, end)}}, but returned {ranges!r:.80}")
+    clean = {}
+    for name, span in ranges.items():
+        if not (isinstance(span, tuple | list) and len(span) == 2 and all(isinstance(v, int) for v in span)):
+            raise CaseFailed(f"live_ranges()[{name!r}] must be a pair of ints (start, end), got {span!r:.80}")
+        clean[str(name)] = [int(span[0]), int(span[1])]
+    peak = peak_fn(module.entry, [by_name[n] for n in order])
+    if not isinstance(peak, int):
+        raise CaseFailed(f"peak_bytes must return an int, but returned {peak!r:.80}")
+    return {"ranges": clean, "peak": int(peak)}
+
+
+# ---- reduction_loop: a row-sum kernel's loops ---------------------------------------------------------------
+def build_row_sum_kernel(emit: Callable[..., object]) -> str:
+    """The IR text of ``void kernel(ptr dst, ptr src, i64 rows, i64 cols)`` around the student's loops."""
+    module = ir.Module(name="row_sum_kernel")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]), name="kernel")
+    dst, src, rows, cols = fn.args
+    for arg, name in zip(fn.args, ("dst", "src", "rows", "cols"), strict=True):
+        arg.name = name
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    emit(b, dst, src, rows, cols)
+    if b.block.is_terminated:
+        raise CaseFailed("after emit_row_sum the builder's block already ends (with a branch or ret): leave the "
+                         "builder positioned after the loops, where the kernel goes on")
+    b.ret_void()
+    return str(module)
+
+
+_ROW_SUM_KERNELS: weakref.WeakKeyDictionary[ModuleType, Any] = weakref.WeakKeyDictionary()
+
+
+def row_sums(solution: ModuleType, entry: str, x: np.ndarray) -> dict[str, Any]:
+    """The student's kernel (compiled once per solution) on the rows of ``x`` (f32, row-major)."""
+    from xla_teach.backends.cpu.jit import CpuJit
+
+    if solution not in _ROW_SUM_KERNELS:
+        ir_text = build_row_sum_kernel(getattr(solution, entry))
+        _check_calls(ir_text)
+        jit = CpuJit(ir_text, opt_level=2, keep_assembly=False)
+        fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
+            jit.function_address("kernel"))
+        _ROW_SUM_KERNELS[solution] = (jit, fn)
+    _, fn = _ROW_SUM_KERNELS[solution]
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    out = np.zeros(x.shape[0], np.float32)
+    fn(out.ctypes.data, x.ctypes.data, x.shape[0], x.shape[1])
+    return {"y": out}
+
+
+# ---- autodiff_rule: atan2's vector-Jacobian product -----------------------------------------------------------
+def _atan2_derivative_y(np_: Any, y: Any, x: Any) -> Any:
+    return x / (x * x + y * y)
+
+
+# The programs the grader differentiates, written against a NumPy-like module ``np_`` so that the
+# same text runs traced (xla_teach.numpy, in the student's process) and in float64 NumPy (the
+# grader's finite differences). "second" is the sum of the first derivative by y, which the
+# student's process computes with grad itself (grad of grad) and the grader from the formula.
+ATAN2_PROGRAMS: dict[str, Callable[..., Any]] = {
+    "sum": lambda np_, y, x, w: np_.sum(np_.arctan2(y, x)),
+    "weighted": lambda np_, y, x, w: np_.sum(w * np_.arctan2(y, x)),
+    "chain": lambda np_, y, x, w: np_.sum(np_.sin(np_.arctan2(y * y + 0.5, x * w + 2.0)) * (x + 1.0)),
+    "second": lambda np_, y, x, w: np_.sum(w * _atan2_derivative_y(np_, y, x)),
+}
+
+
+def atan2_gradients(solution: ModuleType, entry: str, program: str, y: np.ndarray, x: np.ndarray,
+                    w: np.ndarray) -> dict[str, Any]:
+    """Gradients with respect to y and x of an ``ATAN2_PROGRAMS`` program, with the student's rule
+    installed for the ``atan2`` primitive (in this process only)."""
+    import xla_teach as xt
+    import xla_teach.frontend.autodiff_rules  # noqa: F401 - registers the library's rules now, not over ours later
+    import xla_teach.numpy as xnp
+    from xla_teach.frontend import primitives
+
+    rule = getattr(solution, entry)
+
+    def vjp(cts: list[Any], inputs: list[Any], outputs: list[Any], **params: Any) -> list[Any]:
+        result = rule(cts[0], list(inputs), outputs[0])
+        if not isinstance(result, list | tuple) or len(result) != 2:
+            raise CaseFailed(f"{entry} must return [ct_y, ct_x], a list of two arrays, but returned {result!r:.80}")
+        return list(result)
+
+    primitives.PRIMITIVES["atan2"].vjp = vjp
+    w = np.asarray(w)
+    if program == "second":
+        def first(yy: Any, xx: Any) -> Any:
+            return xnp.sum(w * xt.grad(lambda a, b: xnp.sum(xnp.arctan2(a, b)), argnums=0)(yy, xx))
+        grads = xt.grad(first, argnums=(0, 1))(y, x)
+    else:
+        fn = ATAN2_PROGRAMS[program]
+        grads = xt.grad(lambda yy, xx: fn(xnp, yy, xx, w), argnums=(0, 1))(y, x)
+    return {"grads": [np.asarray(g) for g in grads]}
+
+
 TASKS: dict[str, Callable[..., dict[str, Any]]] = {
     "run_pass": run_pass, "simplify": simplify, "decide": decide, "evaluate": evaluate,
-    "find_broken_pass": find_broken_pass,
+    "find_broken_pass": find_broken_pass, "infer_shape": infer_shape,
+    "liveness": liveness, "row_sums": row_sums,
+    "atan2_gradients": atan2_gradients,
 }

@@ -2,8 +2,9 @@
 
 The GPU has no ``topk`` kernel, and the CPU's (``backends/cpu/kernels/topk.py``) takes only
 row-major operands and k <= 128: the CPU pipeline passes ``should_decompose`` to leave it the
-rest. As XLA's ``TopkDecomposer`` does, this pass sorts every row of the operand together with its positions -- largest first for
-``largest=true``, smallest first otherwise -- and keeps the first ``k`` columns of both.
+rest. As XLA's ``TopkDecomposer`` does, this pass sorts every row of the operand together with
+its positions -- largest first for ``largest=true``, smallest first otherwise -- and keeps the
+first ``k`` columns of both.
 The sort is **stable**, so equal keys keep their input order: among ties the lower index
 comes first, which is what the interpreter's ``topk`` defines. Floats compare with
 ``type=TOTALORDER`` (``-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN``), as ``topk``
