@@ -17,6 +17,7 @@ from xla_teach.backends.cpu.passes.convolution_to_dot import ConvolutionToDot
 from xla_teach.backends.cpu.passes.dot_strategy import DotStrategy
 from xla_teach.backends.llvm.elemental_emitter import emittable_fusion
 from xla_teach.passes.expanders import add_expanders
+from xla_teach.passes.fusion.fusion_rules import FusionConfig
 from xla_teach.passes.fusion.row_fusion import RowFusion
 from xla_teach.passes.lowering.reshape_to_bitcast import ReshapeToBitcast
 from xla_teach.passes.lowering.tree_reduction_rewriter import TreeReductionRewriter
@@ -24,9 +25,15 @@ from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.pipeline import default_pipeline
 from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
 
+# A CPU loop fusion is one loop whose body LLVM compiles once; long elementwise chains (JAX
+# writes erf as some 180 instructions) cost nothing per element to keep together, and splitting
+# them writes every intermediate to memory: 8 kernels and 128 MiB of temporaries for an erf-GELU
+# of 4M floats at a limit of 64, one kernel and none at 512.
+CPU_FUSION = FusionConfig(max_instructions=512)
+
 
 def cpu_pipeline() -> HloPassPipeline:
-    pipeline = default_pipeline("cpu")
+    pipeline = default_pipeline("cpu", CPU_FUSION)
     add_expanders(pipeline, keep_fusion=emittable_fusion,
                   decompose_topk=lambda topk: topk_parameters(topk) is None)  # the rest run the top-k kernel
     pipeline.insert_before("fusion", ChangeOpDataType())
