@@ -214,7 +214,10 @@ class WhileThunk(Thunk):
 
     def run(self, buffers: RunValues) -> None:
         initial = _gather(buffers, self.operands)
-        state = initial
+        # A body that updates the loop state in place (its buffer assignment was told the state is
+        # donated) first gets copies of its own, once per loop: the initial values are the caller's.
+        own_state = getattr(self.body, "own_state", None)
+        state = own_state(initial) if own_state is not None else initial
         trips = 0
         while bool(buffers.to_host(self.condition.run(state, self.profiler)[0]).reshape(())):
             state = self.body.run(state, self.profiler)

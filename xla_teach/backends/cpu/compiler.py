@@ -40,7 +40,7 @@ class CpuCompiler(CompilerBase):
     # ---- stage 2 ----------------------------------------------------------------------
     def run_backend(self, optimized: HloModule) -> Executable:
         start = time.perf_counter()
-        assignments = ModuleBufferAssignment(optimized)
+        assignments = ModuleBufferAssignment(optimized, donate_loop_state=True)  # loops update their state in place
         emitter = CpuIrEmitter(optimized, assignments)
         plans = emitter.emit_all()
         declare_dynamic_denormal_mode(emitter.llvm_module)

@@ -213,7 +213,9 @@ def times_read(ba: BufferAssignment, instr: HloInstruction, value: HloValue) -> 
     return sum(ba.value(op, idx) is value for op in instr.operands for idx in op.shape.leaf_indices())
 
 
-def assign_buffers(comp: HloComputation) -> BufferAssignment:
+def assign_buffers(comp: HloComputation, loop_body: bool = False) -> BufferAssignment:
+    """``loop_body``: ``comp`` is a while body whose loop state the caller donates, so results may
+    be written into the state's buffers in place (see :mod:`output_aliasing`)."""
     order = list(comp.instructions) if comp.parent and comp.parent.is_scheduled else comp.post_order()
     ba = BufferAssignment(comp, order)
     position = {i.unique_id: n for n, i in enumerate(order)}
@@ -268,7 +270,7 @@ def assign_buffers(comp: HloComputation) -> BufferAssignment:
                 ba.in_place.append((instr.name, op.name))
                 break
 
-    home_of = decide_output_aliases(ba, kind_of, live)  # outputs written into donated parameters
+    home_of = decide_output_aliases(ba, kind_of, live, loop_body)  # outputs written into donated parameters
 
     # 4. Allocations.
     def new_alloc(size: int, kind: str, **kw: object) -> Allocation:
@@ -362,13 +364,16 @@ class LiveBuffer:
 class ModuleBufferAssignment:
     """Buffer assignments of every sequential computation of a scheduled module."""
 
-    def __init__(self, module: HloModule) -> None:
+    def __init__(self, module: HloModule, donate_loop_state: bool = False) -> None:
+        """``donate_loop_state``: while bodies may update the loop state in place (the backend's
+        while thunk then hands each body run buffers of the loop's own)."""
         from xla_teach.passes.scheduling.hlo_memory_scheduler import sequential_computations
 
         self.module = module
         self.computations: dict[str, BufferAssignment] = {}
+        bodies = {id(i.attr("body")) for c in module.computations for i in c.instructions if i.opcode == "while"}
         for comp in sequential_computations(module):
-            self.computations[comp.name] = assign_buffers(comp)
+            self.computations[comp.name] = assign_buffers(comp, donate_loop_state and id(comp) in bodies)
 
     def __getitem__(self, comp: HloComputation) -> BufferAssignment:
         return self.computations[comp.name]

@@ -10,6 +10,11 @@ grants it when that cannot change any result:
   (an elementwise op or ``kLoop`` fusion, multi-output ones included, reading it only
   at the output's index and only once; the rule for in-place reuse of temporaries).
 
+A ``while`` body is treated the same way when its loop state is donated (the CPU backend asks for
+it): state element ``{i}`` of the result may be written into state element ``{i}`` of the
+parameter, so a loop updates its state in place instead of writing a fresh buffer on every
+iteration (XLA gets there with copy insertion, which leaves a loop's state in one buffer).
+
 It refuses, with a reason, when the parameter is still read after ``X`` writes (or
 is itself returned at another index), and when the output is a constant, another
 parameter, a control-flow or host-call result (bound at run time) or already
@@ -23,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xla_teach.hlo.input_output_alias import shape_index_text
+from xla_teach.hlo.input_output_alias import Alias, shape_index_text
 
 if TYPE_CHECKING:
     from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, HloValue
@@ -52,22 +57,36 @@ class OutputAlias:
         return f"{head}: not shared, {self.reason}; {then}"
 
 
+def loop_state_aliases(ba: BufferAssignment) -> dict[ShapeIndex, Alias]:
+    """A ``while`` body's donated state: result ``{i}`` may live in parameter 0 ``{i}``, for every
+    state element the body computes (one it passes through unchanged is already in place)."""
+    comp = ba.computation
+    param = comp.parameter(0)
+    return {idx: Alias(0, idx, "may-alias") for idx in comp.root.shape.leaf_indices()
+            if not comp.root.shape.subshape(idx).is_token and ba.value(comp.root, idx) is not ba.value(param, idx)}
+
+
 def decide_output_aliases(ba: BufferAssignment, kind_of: dict[int, str],
-                          live: dict[int, list[int]]) -> dict[int, HloValue]:
+                          live: dict[int, list[int]], loop_body: bool = False) -> dict[int, HloValue]:
     """Fill ``ba.output_aliases``; returns output value id -> the parameter value whose
-    allocation it takes (only for outputs computed here, not passed-through parameters)."""
+    allocation it takes (only for outputs computed here, not passed-through parameters).
+    ``loop_body``: ``ba`` is a while body whose loop state is donated (:func:`loop_state_aliases`)."""
     from xla_teach.hlo.verifier import input_output_alias_problems
 
     comp = ba.computation
     module = comp.parent
-    if module is None or module.entry_computation is not comp or not module.input_output_alias:
-        return {}
-    problems = input_output_alias_problems(module)
-    if problems:
-        raise ValueError(f"buffer assignment of module '{module.name}': bad " + "; ".join(problems))
+    if loop_body:
+        aliases = loop_state_aliases(ba)
+    else:
+        if module is None or module.entry_computation is not comp or not module.input_output_alias:
+            return {}
+        problems = input_output_alias_problems(module)
+        if problems:
+            raise ValueError(f"buffer assignment of module '{module.name}': bad " + "; ".join(problems))
+        aliases = dict(module.input_output_alias.items())
     root_leaves = comp.root.shape.leaf_indices()
     home_of: dict[int, HloValue] = {}
-    for out_index, alias in module.input_output_alias.items():
+    for out_index, alias in aliases.items():
         param_value = ba.value(comp.parameter(alias.parameter_number), alias.parameter_index)
         out_value = ba.value(comp.root, out_index)
         reason = ""
