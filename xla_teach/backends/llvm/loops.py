@@ -78,6 +78,67 @@ def for_each_index(
     nest(0)
 
 
+def for_each_index_tiled(
+    b: ir.IRBuilder,
+    shape: Shape,
+    body: Callable[[IrIndex], None],
+    tile: int,
+    name: str = "idx",
+    outer_range: tuple[ir.Value, ir.Value] | None = None,
+) -> None:
+    """Like :func:`for_each_index`, but the two minor-most dimensions are walked in
+    ``tile`` x ``tile`` blocks::
+
+        for i0 in range(0, n1, tile):            # (the outermost loop honours outer_range)
+          for j0 in range(0, n0, tile):
+            for i in range(i0, min(i0 + tile, n1)):
+              for j in range(j0, min(j0 + tile, n0)):
+                body(..., i, j)
+
+    A loop that reads one operand along its rows and another down its columns (``a.T + b``)
+    then touches ``tile`` cache lines of each per block instead of a new line of the transposed
+    operand for every element: the lines are still in the cache when the next rows need them.
+    """
+    order = list(reversed(shape.minor_to_major()))  # major ... minor
+    if shape.rank < 2 or shape.element_count() == 0:
+        for_each_index(b, shape, body, name, outer_range)
+        return
+    *outer_dims, row_dim, col_dim = order
+    dims: dict[int, ir.Value] = {}
+    step = i64(tile)
+
+    def tile_end(start: ir.Value, stop: ir.Value) -> ir.Value:
+        end = b.add(start, step)
+        return b.select(b.icmp_signed("<", end, stop), end, stop)
+
+    def blocks() -> None:
+        rows = i64(shape.dimensions[row_dim])
+        cols = i64(shape.dimensions[col_dim])
+        start, stop = i64(0), rows
+        if not outer_dims and outer_range is not None:
+            start, stop = outer_range
+        with for_range(b, stop, f"{name}.tile{row_dim}", start, step) as i0:
+            with for_range(b, cols, f"{name}.tile{col_dim}", i64(0), step) as j0:
+                with for_range(b, tile_end(i0, stop), f"{name}.d{row_dim}", i0) as i:
+                    with for_range(b, tile_end(j0, cols), f"{name}.d{col_dim}", j0) as j:
+                        dims[row_dim], dims[col_dim] = i, j
+                        body(IrIndex(tuple(dims[d] for d in range(shape.rank)), shape))
+
+    def nest(level: int) -> None:
+        if level == len(outer_dims):
+            blocks()
+            return
+        d = outer_dims[level]
+        start, stop = i64(0), i64(shape.dimensions[d])
+        if level == 0 and outer_range is not None:
+            start, stop = outer_range
+        with for_range(b, stop, f"{name}.d{d}", start) as i:
+            dims[d] = i
+            nest(level + 1)
+
+    nest(0)
+
+
 def stack_slot(b: ir.IRBuilder, ty: ir.Type, name: str) -> ir.AllocaInstr:
     """An ``alloca`` in the function's entry block (so mem2reg can promote it)."""
     entry = b.function.entry_basic_block
