@@ -31,7 +31,7 @@ from xla_teach.hlo.literal import literal_at
 from xla_teach.passes.pass_base import PassRecorder
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, ModuleBufferAssignment
 from xla_teach.runtime.buffers import OUTPUT_POOL, RunBuffers, aligned_empty, logical_view, to_physical
-from xla_teach.runtime.denormals import scoped_flush_denormal
+from xla_teach.runtime.denormals import run_flushing_denormals
 from xla_teach.runtime.thunks import Profiler, Thunk
 
 
@@ -197,16 +197,45 @@ class Executable(CompiledExecutable):
         self.backend = backend
         self.keep_alive: object = None  # e.g. the JIT engine owning the machine code
         self._parameters = module.entry.parameter_instructions  # found once, not on every call
+        # (dimensions, dtype) of each array parameter: a call whose arguments are exactly such
+        # arrays skips the general checks and conversions (None: a tuple or token parameter).
+        self._array_specs = [(p.shape.dimensions, p.shape.dtype) if p.shape.is_array else None
+                             for p in self._parameters]
+        # Outputs that may share bytes with an argument or with each other (passed-through or
+        # donated parameters, constants, control-flow results): only those are checked for it.
+        self._may_alias = [slice_.allocation.kind != "output" or self._shares_allocation(slice_)
+                           for slice_, _ in entry.outputs]
         self.flush_denormals = False  # the CPU backend's runs flush them, as XLA's CPU runtime does
+
+    def _shares_allocation(self, slice_: object) -> bool:
+        allocation = slice_.allocation  # type: ignore[attr-defined]
+        return sum(s.allocation is allocation for s, _ in self.entry.outputs) > 1
+
+    def _plain_arrays(self, args: Sequence[object]) -> bool:
+        """Are ``args`` exactly one NumPy array of the right dimensions and dtype per parameter?"""
+        specs = self._array_specs
+        if type(args) not in (list, tuple) or len(args) != len(specs):
+            return False
+        for arg, spec in zip(args, specs):  # noqa: B905 - lengths checked above
+            if spec is None or type(arg) is not np.ndarray or arg.shape != spec[0] or arg.dtype != spec[1]:
+                return False
+        return True
 
     def execute(self, args: Sequence[np.ndarray], profiler: Profiler | None = None) -> list[np.ndarray]:
         from xla_teach.hlo.evaluator.arguments import check_arguments
 
-        leaves = flatten_arguments(check_arguments(self.module.entry, args, self._parameters))
-        with scoped_flush_denormal(self.flush_denormals):
+        if self._plain_arrays(args):
+            leaves = list(args)
+        else:
+            leaves = flatten_arguments(check_arguments(self.module.entry, args, self._parameters))
+        if self.flush_denormals:
+            outputs = run_flushing_denormals(self.entry.run, leaves, profiler)
+        else:
             outputs = self.entry.run(leaves, profiler)
         # Never hand the caller one of its own arrays (or one output twice): copy those -- except
         # outputs written into a donated argument, which are the point of donating it.
+        if not self.entry.donated and not any(self._may_alias):
+            return outputs  # fresh output buffers, each its own
         seen: list[np.ndarray] = []
         results = []
         for n, out in enumerate(outputs):
