@@ -66,3 +66,60 @@ def test_each_iteration_reuses_the_same_buffer() -> None:
     out = body.run(state)
     assert np.shares_memory(out[1], state[1])
     np.testing.assert_array_equal(out[1], np.ones(1024, np.float32))  # 1 * 0.5 + 0.5
+
+
+SWAP = """HloModule swap
+cond {
+  s = (s32[], f32[64], f32[64]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(5)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[64], f32[64]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  a = f32[64] get-tuple-element(s), index=1
+  b = f32[64] get-tuple-element(s), index=2
+  ROOT t = (s32[], f32[64], f32[64]) tuple(next, b, a)
+}
+ENTRY main {
+  x = f32[64] parameter(0)
+  y = f32[64] parameter(1)
+  zero = s32[] constant(0)
+  init = (s32[], f32[64], f32[64]) tuple(zero, x, y)
+  w = (s32[], f32[64], f32[64]) while(init), condition=cond, body=body
+  i = s32[] get-tuple-element(w), index=0
+  a = f32[64] get-tuple-element(w), index=1
+  ROOT out = (s32[], f32[64]) tuple(i, a)
+}
+"""
+
+
+def _while_thunk(executable):  # type: ignore[no-untyped-def]
+    return next(t for t in executable.entry.thunks if getattr(t, "kind", "") == "while")
+
+
+def test_a_loop_of_kernels_runs_with_fixed_addresses_and_leaves_its_constants_alone() -> None:
+    """The counter's initial 0 is a constant of the ENTRY; the loop copies the next count back
+    into a state element of its own, never into that constant: a second run starts from 0 again."""
+    executable = compile_module(LOOP, "cpu")
+    x = np.random.default_rng(1).standard_normal(1024).astype(np.float32)
+    want = HloEvaluator().evaluate_module(parse_hlo(LOOP), [x])
+    for _ in range(2):
+        got = executable.execute([x])
+        assert _while_thunk(executable).path == "fixed addresses"
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_state_elements_that_trade_places_take_the_general_path() -> None:
+    executable = compile_module(SWAP, "cpu")
+    rng = np.random.default_rng(2)
+    x, y = (rng.standard_normal(64).astype(np.float32) for _ in range(2))
+    got = executable.execute([x, y])
+    want = HloEvaluator().evaluate_module(parse_hlo(SWAP), [x, y])
+    assert _while_thunk(executable).path == "general"
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)

@@ -136,6 +136,15 @@ class SequenceExecutable:
             results[out_pos] = home
         return results
 
+    def run_as_fixed_loop(self, condition: object, state: list[np.ndarray]) -> tuple[list[np.ndarray], int] | None:
+        """As a while body with ``condition``: the whole loop with buffers bound once
+        (``runtime/fixed_loop.py``), or None when this loop does not qualify."""
+        from xla_teach.runtime.fixed_loop import run_fixed_loop
+
+        if not isinstance(condition, SequenceExecutable) or not self.donated:
+            return None
+        return run_fixed_loop(condition, self, state)
+
     def own_state(self, leaves: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Copies of the leaves this sequence writes in place (a while body with donated loop
         state), so that a loop's first iteration does not write over its caller's buffers."""

@@ -122,9 +122,23 @@ class KernelThunk(Thunk):
         finally:
             self._args_in_use.release()
 
+    def with_fixed_addresses(self, buffers: RunBuffers) -> Callable[[], None]:
+        """The kernel as a call with its address table filled once (for a loop whose buffers
+        do not move between iterations: ``runtime/fixed_loop.py``)."""
+        args = (ctypes.c_void_p * max(len(self.slices), 1))()
+        for i, s in enumerate(self.slices):
+            args[i] = buffers.address(s)
+        if self.partitions <= 1 or self.outer_size < 2:
+            fn, outer = self._fn, self.outer_size
+            return lambda: fn(args, 0, outer)
+        return lambda: self._split(args)
+
     def _call(self, args: ctypes.Array, buffers: RunBuffers) -> None:
         for i, s in enumerate(self.slices):
             args[i] = buffers.address(s)
+        self._split(args)
+
+    def _split(self, args: ctypes.Array) -> None:
         if self.partitions <= 1 or self.outer_size < 2:
             self._fn(args, 0, self.outer_size)
             return
@@ -207,6 +221,7 @@ class WhileThunk(Thunk):
     results: list[tuple[int, Shape]]
     kind: str = "while"
     profiler: Profiler | None = None
+    path: str = ""  # how the last run went: "fixed addresses" or "general"
 
     def execute(self, buffers: RunValues, profiler: Profiler | None) -> None:
         self.profiler = profiler
@@ -218,6 +233,15 @@ class WhileThunk(Thunk):
         # donated) first gets copies of its own, once per loop: the initial values are the caller's.
         own_state = getattr(self.body, "own_state", None)
         state = own_state(initial) if own_state is not None else initial
+        fixed = getattr(self.body, "run_as_fixed_loop", None)
+        if fixed is not None and self.profiler is None:  # kernels only: bind once, then just call them
+            done = fixed(self.condition, state)
+            if done is not None:
+                state, self.trip_count = done
+                self.path = "fixed addresses"
+                _bind_results(buffers, self.results, state, initial)
+                return
+        self.path = "general"
         trips = 0
         while bool(buffers.to_host(self.condition.run(state, self.profiler)[0]).reshape(())):
             state = self.body.run(state, self.profiler)

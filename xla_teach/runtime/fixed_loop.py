@@ -1,0 +1,93 @@
+"""A while loop whose buffers stay put: bind once, then only call kernels.
+
+Every run of a nested computation binds its buffers afresh -- parameters to the arrays passed
+in, outputs to new memory, each kernel's table of addresses filled again -- which costs tens of
+microseconds of Python per iteration of a loop whose body may be one short kernel. But when the
+body updates the loop state in place (buffer assignment was told the state is donated, see
+``passes/scheduling/output_aliasing.py``), every address is the same on every iteration: the
+state's arrays, the body's and the condition's temporaries and outputs. So, when the condition
+and the body are nothing but kernels, the loop binds everything once and then runs::
+
+    while cond_kernels() and pred:        # each kernel: one call with its fixed address table
+        body_kernels()
+        copy each state element the body wrote elsewhere back into the state
+
+(The copies are for state elements buffer assignment could not update in place -- a loop
+counter the body still reads after computing the next one; XLA's copy insertion adds the same
+copies.) Anything else -- host calls inside, tuples or tokens in the state, non-default layouts,
+a profiler that wants each kernel's time -- takes the general path of ``WhileThunk``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from xla_teach.runtime.buffers import RunBuffers, aligned_empty, logical_view
+from xla_teach.runtime.thunks import KernelThunk
+
+if TYPE_CHECKING:
+    from xla_teach.runtime.executable import SequenceExecutable
+
+
+def _bind(seq: SequenceExecutable, state: Sequence[np.ndarray]) -> RunBuffers | None:
+    """Buffers of one sequence with its parameters bound to ``state``, its outputs and temporaries
+    to memory of their own for the whole loop (None if the sequence is not kernels only)."""
+    if not all(type(t) is KernelThunk for t in seq.thunks):
+        return None
+    temp = seq.assignment.temp_allocation
+    buffers = RunBuffers(seq.assignment, seq.constants, aligned_empty(temp.size) if temp is not None else None)
+    for (alloc_index, _), array in zip(seq.parameter_leaves, state, strict=True):
+        buffers.bind(alloc_index, array)
+    for alloc in seq.output_allocations:
+        buffers.bind(alloc.index, aligned_empty(alloc.size))
+    return buffers
+
+
+def _runners(seq: SequenceExecutable, buffers: RunBuffers) -> list[Callable[[], None]]:
+    return [thunk.with_fixed_addresses(buffers) for thunk in seq.thunks]  # type: ignore[attr-defined]
+
+
+def run_fixed_loop(condition: SequenceExecutable, body: SequenceExecutable,
+                   state: list[np.ndarray]) -> tuple[list[np.ndarray], int] | None:
+    """Run the loop on ``state`` (arrays of the loop's own, updated in place); returns the final
+    state and the trip count, or None when the loop does not qualify (see the module docstring)."""
+    shapes = [shape for _, shape in body.parameter_leaves]
+    if any(not s.is_array or not s.has_default_layout() for s in shapes):
+        return None
+    if len(condition.parameter_leaves) != len(state) or len(body.outputs) != len(state):
+        return None
+    # After the body each state element is passed through (its output is the parameter itself),
+    # updated in place (donated), or written to an output buffer and copied back into the state.
+    param_allocs = {alloc for alloc, _ in body.parameter_leaves}
+    copied_back = []
+    for n, ((slice_, _), (param_alloc, _)) in enumerate(zip(body.outputs, body.parameter_leaves, strict=True)):
+        if slice_.allocation.index == param_alloc or n in body.donated:
+            continue
+        if slice_.allocation.kind not in ("output", "constant") or slice_.allocation.index in param_allocs:
+            return None  # e.g. state elements that trade places: left to the general path
+        copied_back.append(n)
+    # Elements written in place or copied into must be the loop's own (own_state copied the
+    # donated ones); passed-through elements may stay the caller's: nothing writes them.
+    state = [np.array(a, copy=True) if n in copied_back else np.ascontiguousarray(a) for n, a in enumerate(state)]
+    body_buffers, cond_buffers = _bind(body, state), _bind(condition, state)
+    if body_buffers is None or cond_buffers is None:
+        return None
+    copies = [(state[n], body_buffers.array(*body.outputs[n])) for n in copied_back]
+    (pred_slice, pred_shape), = condition.outputs
+    pred = cond_buffers.array(pred_slice, pred_shape) if pred_slice.allocation.kind != "constant" else \
+        logical_view(condition.constants[pred_slice.allocation.index], pred_shape)
+    cond_kernels, body_kernels = _runners(condition, cond_buffers), _runners(body, body_buffers)
+    trips = 0
+    while True:
+        for run in cond_kernels:
+            run()
+        if not bool(pred.reshape(())):
+            return state, trips
+        for run in body_kernels:
+            run()
+        for target, source in copies:
+            np.copyto(target, source)
+        trips += 1
