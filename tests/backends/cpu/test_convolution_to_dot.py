@@ -78,3 +78,20 @@ def test_a_fusion_rooted_in_a_reshape_loops_over_its_operand(dims: str, out: str
     (got,) = exe.execute([x])
     (want,) = HloEvaluator().evaluate_module(parse_hlo(text), [x])
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_weight_gradient_gathers_its_patches_by_output_position() -> None:
+    """JAX's weight gradient of a 3x3 convolution is a convolution whose window is the image
+    (here 9x9) and whose output is the 3x3 kernel: its patch matrix is gathered with one slice per
+    output position (9) rather than one per window offset (81)."""
+    text = ("HloModule m\nENTRY e {\n  x = f32[3,11,11,2] parameter(0)\n  dy = f32[3,9,9,4] parameter(1)\n"
+            "  ROOT dw = f32[3,3,2,4] convolution(x, dy), window={size=9x9}, dim_labels=f01b_i01o->01bf\n}\n")
+    executable = compile_module(text, "cpu")
+    slices = [i for i in executable.module.instructions() if i.opcode == "slice"]
+    assert len(slices) == 9, executable.module.to_text()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 11, 11, 2)).astype(np.float32)
+    dy = rng.standard_normal((3, 9, 9, 4)).astype(np.float32)
+    (got,) = executable.execute([x, dy])
+    (want,) = HloEvaluator().evaluate_module(parse_hlo(text), [x, dy])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -332,9 +332,9 @@ def _float_to_int(b: ir.IRBuilder, x: ir.Value, dst: PrimitiveType) -> ir.Value:
 
 def emit_bitcast_convert(b: ir.IRBuilder, x: ir.Value, src: PrimitiveType, dst: PrimitiveType) -> ir.Value:
     """Reinterpret the bits (same bit width only; width changes are handled by index mapping)."""
-    from xla_teach.backends.llvm.ir_types import from_storage, storage_type, to_storage
+    from xla_teach.backends.llvm.ir_types import exact_storage, from_storage, storage_type
 
-    raw = to_storage(b, x, src)
+    raw = exact_storage(b, x, src)
     if raw.type != storage_type(dst):
         raw = b.bitcast(raw, storage_type(dst))
     return from_storage(b, raw, dst)

@@ -341,13 +341,13 @@ def bitcast_convert_generator(em: ElementalEmitter, instr: HloInstruction) -> Ge
     if src.bit_width == dst.bit_width:
         return lambda index: ops.emit_bitcast_convert(b, em.value_at(operand, IrIndex(index.dims, operand.shape)),
                                                       src, dst)
-    from xla_teach.backends.llvm.ir_types import from_storage, to_storage
+    from xla_teach.backends.llvm.ir_types import exact_storage, from_storage
 
     src_bits, dst_bits = ir.IntType(src.bit_width), ir.IntType(dst.bit_width)
     ratio = max(src.bit_width, dst.bit_width) // min(src.bit_width, dst.bit_width)
 
     def as_int(value: ir.Value, ptype: PrimitiveType, ity: ir.IntType) -> ir.Value:
-        raw = to_storage(b, value, ptype)
+        raw = exact_storage(b, value, ptype)
         return raw if raw.type == ity else (b.bitcast(raw, ity) if not isinstance(raw.type, ir.IntType)
                                             else b.zext(raw, ity) if raw.type.width < ity.width else raw)
 

@@ -140,6 +140,24 @@ def to_storage(b: ir.IRBuilder, value: ir.Value, ptype: PrimitiveType) -> ir.Val
     return value
 
 
+def exact_storage(b: ir.IRBuilder, value: ir.Value, ptype: PrimitiveType) -> ir.Value:
+    """The stored bits of an f16/bf16 value held widened in f32, kept exactly -- a NaN's payload
+    and quiet bit included -- for ``bitcast-convert``, which reinterprets bits. (The value is
+    exactly representable: every f16/bf16 result is rounded to its type when computed, so only
+    NaNs would come out differently from :func:`to_storage`, which makes them canonical.)"""
+    if ptype is PrimitiveType.BF16:
+        return b.trunc(b.lshr(b.bitcast(value, I32), ir.Constant(I32, 16)), I16)
+    if ptype is PrimitiveType.F16:
+        bits = b.bitcast(value, I32)
+        absbits = b.and_(bits, ir.Constant(I32, 0x7FFFFFFF))
+        nan = b.or_(b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 0x8000)),
+                    b.or_(ir.Constant(I32, 0x7C00), b.and_(b.lshr(absbits, ir.Constant(I32, 13)),
+                                                           ir.Constant(I32, 0x3FF))))
+        is_nan = b.icmp_unsigned(">", absbits, ir.Constant(I32, 0x7F800000))
+        return b.select(is_nan, b.trunc(nan, I16), f32_to_f16_bits(b, value))
+    return to_storage(b, value, ptype)
+
+
 def from_storage(b: ir.IRBuilder, raw: ir.Value, ptype: PrimitiveType) -> ir.Value:
     if ptype is PrimitiveType.PRED:
         return b.icmp_unsigned("!=", raw, ir.Constant(I8, 0))

@@ -16,6 +16,11 @@ the bytes where they are):
     patches[n, o..., (k, c)] = padded[n, o * stride + k, c]
     out[n, o..., f] = sum over (k, c) of patches[n, o..., (k, c)] * kernel[k, c, f]
 
+The same matrix can be cut the other way: one slice per *output position*, holding the whole
+window it reads. That takes fewer slices when the output is smaller than the kernel -- JAX's
+weight gradient of a 3x3 convolution is a convolution whose window is the image (28x28 taps)
+and whose output is the 3x3 kernel: 9 slices instead of 784 (and a compile of 0.5 s, not 26 s).
+
 Padding cells take no part in a convolution's products (a NaN or inf weight over one adds
 nothing, as XLA computes it), but in the patch matrix they are zeros the dot multiplies. So a
 padded convolution becomes ``conditional(every weight finite, im2col + dot, the convolution as
@@ -90,7 +95,6 @@ def _rewrite(comp: HloComputation, conv: HloInstruction, x: HloInstruction, w: H
     """``conv`` of ``x`` and ``w`` (instructions of ``comp``) as im2col slices and one dot."""
     dnums = conv.attr("dim_labels")
     window = conv.attr("window").dimensions
-    spatial = len(dnums.input_spatial_dimensions)
     # Input as [N, S..., C], padded.
     order = [dnums.input_batch_dimension, *dnums.input_spatial_dimensions, dnums.input_feature_dimension]
     inp = _transpose(comp, x, order)
@@ -101,21 +105,12 @@ def _rewrite(comp: HloComputation, conv: HloInstruction, x: HloInstruction, w: H
     n, c = inp.shape.dimensions[0], inp.shape.dimensions[-1]
     out_sizes = [conv.shape.dimensions[d] for d in dnums.output_spatial_dimensions]
     kernel_sizes = [w.shape.dimensions[d] for d in dnums.kernel_spatial_dimensions]
-    # One strided slice per kernel offset, in row-major order of the offsets.
-    slices = []
-    for offset in _offsets(kernel_sizes):
-        spec = [SliceDim(0, n)]
-        for k, o, d in zip(offset, out_sizes, window, strict=True):
-            spec.append(SliceDim(k, k + (o - 1) * d.stride + 1, d.stride))
-        spec.append(SliceDim(0, c))
-        piece = add_instruction(comp, "slice", [inp], {"slice": tuple(spec)})
-        # [N, O..., 1, C]: stacked along a new offset dimension, the patch matrix's rows need no
-        # index arithmetic beyond the slices' (its reshape to 2-D is then a bitcast).
-        slices.append(add_instruction(comp, "reshape", [piece], result_dims=(n, *out_sizes, 1, c)))
-    patches = slices[0] if len(slices) == 1 else add_instruction(comp, "concatenate", slices,
-                                                                 {"dimensions": (spatial + 1,)})
     rows = n * math.prod(out_sizes)
-    depth = len(slices) * c
+    depth = math.prod(kernel_sizes) * c
+    if math.prod(out_sizes) < math.prod(kernel_sizes):
+        patches = _patches_by_output_position(comp, inp, out_sizes, kernel_sizes, window)
+    else:
+        patches = _patches_by_kernel_offset(comp, inp, out_sizes, kernel_sizes, window)
     lhs = add_instruction(comp, "reshape", [patches], result_dims=(rows, depth))
     # Kernel as [K..., I, O] -> [(K, I), O].
     korder = [*dnums.kernel_spatial_dimensions, dnums.kernel_input_feature_dimension,
@@ -130,6 +125,46 @@ def _rewrite(comp: HloComputation, conv: HloInstruction, x: HloInstruction, w: H
     nof = add_instruction(comp, "reshape", [product], result_dims=(n, *out_sizes, features))
     canonical = [dnums.output_batch_dimension, *dnums.output_spatial_dimensions, dnums.output_feature_dimension]
     return _transpose(comp, nof, [canonical.index(d) for d in range(len(canonical))])
+
+
+def _patches_by_kernel_offset(comp: HloComputation, inp: HloInstruction, out_sizes: list[int],
+                              kernel_sizes: list[int], window: tuple) -> HloInstruction:  # type: ignore[type-arg]
+    """One strided slice per kernel offset (all output positions at once), in row-major order of
+    the offsets: few slices when the kernel is small (3x3: 9), the usual case."""
+    n, c = inp.shape.dimensions[0], inp.shape.dimensions[-1]
+    slices = []
+    for offset in _offsets(kernel_sizes):
+        spec = [SliceDim(0, n)]
+        for k, o, d in zip(offset, out_sizes, window, strict=True):
+            spec.append(SliceDim(k, k + (o - 1) * d.stride + 1, d.stride))
+        spec.append(SliceDim(0, c))
+        piece = add_instruction(comp, "slice", [inp], {"slice": tuple(spec)})
+        # [N, O..., 1, C]: stacked along a new offset dimension, the patch matrix's rows need no
+        # index arithmetic beyond the slices' (its reshape to 2-D is then a bitcast).
+        slices.append(add_instruction(comp, "reshape", [piece], result_dims=(n, *out_sizes, 1, c)))
+    if len(slices) == 1:
+        return slices[0]
+    return add_instruction(comp, "concatenate", slices, {"dimensions": (len(out_sizes) + 1,)})
+
+
+def _patches_by_output_position(comp: HloComputation, inp: HloInstruction, out_sizes: list[int],
+                                kernel_sizes: list[int], window: tuple) -> HloInstruction:  # type: ignore[type-arg]
+    """One slice per *output position* (the whole window it reads): the same patch matrix, in
+    fewer pieces when the output is smaller than the kernel -- a weight gradient, whose "kernel"
+    is the output gradient (28x28 taps) and whose output is the 3x3 kernel: 9 slices, not 784."""
+    n, c = inp.shape.dimensions[0], inp.shape.dimensions[-1]
+    taps = math.prod(kernel_sizes) * c
+    slices = []
+    for position in _offsets(out_sizes):
+        spec = [SliceDim(0, n)]
+        for o, k, d in zip(position, kernel_sizes, window, strict=True):
+            spec.append(SliceDim(o * d.stride, o * d.stride + k))
+        spec.append(SliceDim(0, c))
+        piece = add_instruction(comp, "slice", [inp], {"slice": tuple(spec)})
+        slices.append(add_instruction(comp, "reshape", [piece], result_dims=(n, 1, taps)))  # [N, 1, (K..., C)]
+    if len(slices) == 1:
+        return slices[0]
+    return add_instruction(comp, "concatenate", slices, {"dimensions": (1,)})  # [N, O, (K..., C)]
 
 
 def _transpose(comp: HloComputation, x: HloInstruction, permutation: list[int]) -> HloInstruction:
