@@ -89,9 +89,36 @@ def test_a_weight_gradient_gathers_its_patches_by_output_position() -> None:
     executable = compile_module(text, "cpu")
     slices = [i for i in executable.module.instructions() if i.opcode == "slice"]
     assert len(slices) == 9, executable.module.to_text()
+    assert not any(i.opcode == "transpose" for i in executable.module.instructions())  # the input as it lies
     rng = np.random.default_rng(0)
     x = rng.standard_normal((3, 11, 11, 2)).astype(np.float32)
     dy = rng.standard_normal((3, 9, 9, 4)).astype(np.float32)
     (got,) = executable.execute([x, dy])
     (want,) = HloEvaluator().evaluate_module(parse_hlo(text), [x, dy])
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("case", ["grad_x", "grad_w", "strided", "nchw"])
+def test_the_convolutions_jax_writes_for_training_match_xla(case: str) -> None:
+    """Forward, strided and NCHW convolutions and both gradients of a SAME 3x3 convolution, as
+    JAX lowers them, give XLA's results on the CPU backend."""
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 9, 9, 4)).astype(np.float32)
+    w = (rng.standard_normal((3, 3, 4, 5)) * 0.3).astype(np.float32)
+
+    def conv(x, w, stride=1, nchw=False):  # type: ignore[no-untyped-def]
+        if nchw:
+            return jax.lax.conv_general_dilated(x.transpose(0, 3, 1, 2), w, (stride, stride), "SAME",
+                                                dimension_numbers=("NCHW", "HWIO", "NCHW"))
+        return jax.lax.conv_general_dilated(x, w, (stride, stride), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def loss(x, w):  # type: ignore[no-untyped-def]
+        return (conv(x, w) ** 2).sum()
+
+    fn = {"grad_x": jax.grad(loss, 0), "grad_w": jax.grad(loss, 1), "strided": lambda x, w: conv(x, w, 2),
+          "nchw": lambda x, w: conv(x, w, nchw=True)}[case]
+    jitted = jax.jit(fn)
+    executable = compile_module(jitted.lower(x, w).compiler_ir("hlo").as_hlo_text(), "cpu")
+    (got,) = executable.execute([x, w])
+    np.testing.assert_allclose(got, np.asarray(jitted(x, w)), rtol=2e-4, atol=2e-4)

@@ -20,6 +20,9 @@ The same matrix can be cut the other way: one slice per *output position*, holdi
 window it reads. That takes fewer slices when the output is smaller than the kernel -- JAX's
 weight gradient of a 3x3 convolution is a convolution whose window is the image (28x28 taps)
 and whose output is the 3x3 kernel: 9 slices instead of 784 (and a compile of 0.5 s, not 26 s).
+Laid out as JAX writes it (input ``[C, S..., N]``), each output position's window is then a
+slice of the input as it lies in memory, multiplied by the kernel with one transposed dot and
+no transpose of the input at all (a 3x3 weight gradient over 8x28x28x32: 315 ms -> 4 ms).
 
 Padding cells take no part in a convolution's products (a NaN or inf weight over one adds
 nothing, as XLA computes it), but in the patch matrix they are zeros the dot multiplies. So a
@@ -91,8 +94,67 @@ def _why_not(conv: HloInstruction) -> str | None:
     return None
 
 
+def _is_weight_gradient(conv: HloInstruction) -> bool:
+    """A convolution laid out as JAX writes a weight gradient: input ``[C, S..., N]`` (features
+    first, batch last, ``f01b``), kernel ``[I, K..., O]`` (``i01o``), and fewer output positions
+    than kernel taps -- the output is the small kernel, the "kernel" the big output gradient."""
+    dnums = conv.attr("dim_labels")
+    rank = conv.operand(0).shape.rank
+    spatial = list(range(1, rank - 1))
+    out_sizes = [conv.shape.dimensions[d] for d in dnums.output_spatial_dimensions]
+    taps = [conv.operand(1).shape.dimensions[d] for d in dnums.kernel_spatial_dimensions]
+    return (dnums.input_feature_dimension == 0 and dnums.input_batch_dimension == rank - 1
+            and list(dnums.input_spatial_dimensions) == spatial and dnums.kernel_input_feature_dimension == 0
+            and dnums.kernel_output_feature_dimension == rank - 1 and list(dnums.kernel_spatial_dimensions) == spatial
+            and conv.operand(0).shape.has_default_layout() and conv.operand(1).shape.has_default_layout()
+            and math.prod(out_sizes) < math.prod(taps))
+
+
+def _rewrite_weight_gradient(comp: HloComputation, conv: HloInstruction, x: HloInstruction,
+                             w: HloInstruction) -> HloInstruction:
+    """A weight gradient (see :func:`_is_weight_gradient`) as one dot per output position, with no
+    transpose: the window an output position reads is a slice ``[C, K..., N]`` of the input as it
+    lies in memory, and contracting its rows ``(C, K...)`` with the kernel's rows ``(I, K...)``
+    gives that position's ``[N, O]`` -- the transposed product BLAS computes from the same bytes::
+
+        out[o, n, f] = sum over (c, k) of x[c, o + k, n] * w[c, k, f]
+    """
+    dnums = conv.attr("dim_labels")
+    window = conv.attr("window").dimensions
+    inp = x
+    if any(d.padding_low or d.padding_high for d in window):
+        zero = add_constant(comp, 0, x.shape.element_type)
+        padding = (PaddingDim(), *(PaddingDim(d.padding_low, d.padding_high) for d in window), PaddingDim())
+        inp = add_instruction(comp, "pad", [inp, zero], {"padding": padding})
+    c, n = inp.shape.dimensions[0], inp.shape.dimensions[-1]
+    out_sizes = [conv.shape.dimensions[d] for d in dnums.output_spatial_dimensions]
+    kernel_sizes = list(w.shape.dimensions[1:-1])
+    features = w.shape.dimensions[-1]
+    depth = c * math.prod(kernel_sizes)
+    kernel = add_instruction(comp, "reshape", [w], result_dims=(depth, features))
+    products = []
+    for position in _offsets(out_sizes):
+        spec = [SliceDim(0, c)]
+        spec += [SliceDim(o * d.stride, o * d.stride + k)
+                 for o, k, d in zip(position, kernel_sizes, window, strict=True)]
+        spec.append(SliceDim(0, n))
+        window_slice = add_instruction(comp, "slice", [inp], {"slice": tuple(spec)})
+        rows = add_instruction(comp, "reshape", [window_slice], result_dims=(depth, n))
+        product = add_instruction(comp, "dot", [rows, kernel], {
+            "lhs_batch_dims": (), "lhs_contracting_dims": (0,), "rhs_batch_dims": (), "rhs_contracting_dims": (0,),
+            "operand_precision": ()})
+        products.append(add_instruction(comp, "reshape", [product], result_dims=(1, n, features)))
+    stacked = products[0] if len(products) == 1 else add_instruction(comp, "concatenate", products,
+                                                                     {"dimensions": (0,)})
+    onf = add_instruction(comp, "reshape", [stacked], result_dims=(*out_sizes, n, features))
+    canonical = [*dnums.output_spatial_dimensions, dnums.output_batch_dimension, dnums.output_feature_dimension]
+    return _transpose(comp, onf, [canonical.index(d) for d in range(len(canonical))])
+
+
 def _rewrite(comp: HloComputation, conv: HloInstruction, x: HloInstruction, w: HloInstruction) -> HloInstruction:
     """``conv`` of ``x`` and ``w`` (instructions of ``comp``) as im2col slices and one dot."""
+    if _is_weight_gradient(conv):
+        return _rewrite_weight_gradient(comp, conv, x, w)
     dnums = conv.attr("dim_labels")
     window = conv.attr("window").dimensions
     # Input as [N, S..., C], padded.
