@@ -436,6 +436,11 @@ def collective_cases() -> list[tuple[str, str]]:
   q = s32[5] collective-permute(y), source_target_pairs={{0,1},{1,0}}
   e = f32[6,4] exponential(g)
   ROOT t = (f32[6,4], f32[6,4], s32[5]) tuple(e, p, q)""")),
+        ("reduce_scatter_all_to_all", _module("collectives_mesh", """  x = f32[6,4] parameter(0)
+  n = f32[6,4] negate(x)
+  r = f32[6,4] reduce-scatter(n), channel_id=1, replica_groups=mesh['x'=1] {'x'}, dimensions={0}, to_apply=add_f32
+  a = f32[6,4] all-to-all(r), replica_groups={{0}}, dimensions={1}
+  ROOT e = f32[6,4] exponential(a)""", ADD["f32"])),
         ("clamp_after_all", _module("clamp", """  x = f32[13] parameter(0)
   lo = f32[] constant(-0.5)
   hi = f32[] constant(0.75)

@@ -203,6 +203,8 @@ def build_everything() -> HloModule:
     outs.append(b.optimization_barrier(b.tuple([x, n])))
     outs.append(b.all_reduce(x, add))
     outs.append(b.all_gather(x, 0, 1))
+    outs.append(b.reduce_scatter(x, add, 0, 1))
+    outs.append(b.all_to_all(x, 0))
     outs.append(b.collective_permute(x, [(0, 0)]))
     outs.append(b.replica_id())
     outs.append(b.partition_id())

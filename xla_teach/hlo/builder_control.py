@@ -84,6 +84,31 @@ class ControlFlowMixin(BuilderBase):
         return self._emit("all-gather", [operand], attrs, name=name,
                           declared_shape=Shape.array(operand.element_type, dims))
 
+    def reduce_scatter(self, operand: XlaOp, computation: HloComputation, scatter_dimension: int,
+                       shard_count: int, replica_groups: str = "{}", *, name: str | None = None) -> XlaOp:
+        """Reduce the members' operands with ``computation``, then keep this member's
+        ``1/shard_count`` slice along ``scatter_dimension`` (XLA's ``ReduceScatter``)."""
+        if not 0 <= scatter_dimension < operand.rank:
+            raise ShapeError("reduce-scatter", [operand.shape], f"dimension {scatter_dimension} is out of range")
+        dims = list(operand.dimensions)
+        if shard_count < 1 or dims[scatter_dimension] % shard_count:
+            raise ShapeError("reduce-scatter", [operand.shape], f"dimension {scatter_dimension} of size "
+                             f"{dims[scatter_dimension]} does not split into {shard_count} shards")
+        dims[scatter_dimension] //= shard_count
+        attrs = {"dimensions": (int(scatter_dimension),), "replica_groups": replica_groups,
+                 "to_apply": self._check_computation(computation, "reduce-scatter", "to_apply")}
+        return self._emit("reduce-scatter", [operand], attrs, name=name,
+                          declared_shape=Shape.array(operand.element_type, dims))
+
+    def all_to_all(self, operand: XlaOp, split_dimension: int, replica_groups: str = "{}", *,
+                   name: str | None = None) -> XlaOp:
+        """Split the operand along ``split_dimension``, send piece i to member i, and concatenate
+        what arrives along the same dimension (XLA's array-form ``AllToAll``)."""
+        if not 0 <= split_dimension < operand.rank:
+            raise ShapeError("all-to-all", [operand.shape], f"dimension {split_dimension} is out of range")
+        return self._emit("all-to-all", [operand], {"dimensions": (int(split_dimension),),
+                                                     "replica_groups": replica_groups}, name=name)
+
     def collective_permute(self, operand: XlaOp, source_target_pairs: Sequence[tuple[int, int]], *,
                            name: str | None = None) -> XlaOp:
         pairs = "{" + ",".join(f"{{{s},{t}}}" for s, t in source_target_pairs) + "}"

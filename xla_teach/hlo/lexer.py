@@ -169,6 +169,11 @@ class Cursor:
                     break
                 depth -= 1
             elif depth == 0 and (ch == "," or ch in " \t\r\n"):
+                # XLA's mesh form of replica_groups has one space inside: mesh['x'=2,'y'=2] {'y'}
+                if ch == " " and text.startswith("mesh[", start) and text[self.pos - 1] == "]" \
+                        and text.startswith("{", self.pos + 1):
+                    self.pos += 1
+                    continue
                 break
             self.pos += 1
         if depth != 0:

@@ -116,6 +116,8 @@ OPCODES: dict[str, OpInfo] = {
     "all-reduce": OpInfo(OpKind.SPECIAL, None, (
         Attr("channel_id", K.INT, None), Attr("replica_groups", K.RAW, "{}"),
         Attr("use_global_device_ids", K.BOOL, False), _TO_APPLY)),
+    "all-to-all": OpInfo(OpKind.SPECIAL, None, (
+        Attr("channel_id", K.INT, None), Attr("replica_groups", K.RAW, "{}"), Attr("dimensions", K.INT_LIST, None))),
     "and": _binary(),
     "atan2": _binary(expensive=True),
     "bitcast": OpInfo(OpKind.DATA_MOVEMENT, 1),
@@ -196,6 +198,9 @@ OPCODES: dict[str, OpInfo] = {
     "reduce-window": OpInfo(OpKind.REDUCTION, None, (Attr("window", K.WINDOW, NO_WINDOW), _TO_APPLY),
                             expensive=True),
     "remainder": _binary(expensive=True),
+    "reduce-scatter": OpInfo(OpKind.SPECIAL, None, (
+        Attr("channel_id", K.INT, None), Attr("replica_groups", K.RAW, "{}"), _DIMS,
+        Attr("use_global_device_ids", K.BOOL, False), _TO_APPLY)),
     "replica-id": OpInfo(OpKind.LEAF, 0),
     "reshape": OpInfo(OpKind.DATA_MOVEMENT, 1, (Attr("inferred_dimension", K.INT, None),)),
     "reverse": OpInfo(OpKind.DATA_MOVEMENT, 1, (_DIMS,)),

@@ -78,7 +78,8 @@ _missing = set(OPCODES) - set(INFERENCE_RULES)
 assert not _missing, f"opcodes without a shape-inference rule: {sorted(_missing)}"
 
 # Ops whose whole result shape is taken from the instruction (and then checked).
-DECLARED_SHAPE_OPCODES = frozenset({"parameter", "constant", "iota", "custom-call", "rng", "bitcast", "all-gather"})
+DECLARED_SHAPE_OPCODES = frozenset({"parameter", "constant", "iota", "custom-call", "rng", "bitcast", "all-gather",
+                                    "reduce-scatter"})
 # Ops that need part of the result from a keyword (see the module docstring).
 _NEEDS_DIMS = frozenset({"broadcast", "reshape"})
 _NEEDS_TYPE = frozenset({"convert", "bitcast-convert"})

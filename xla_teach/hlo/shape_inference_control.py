@@ -177,6 +177,38 @@ def infer_all_gather(ctx: OpContext) -> Shape:
     return result
 
 
+def infer_reduce_scatter(ctx: OpContext) -> Shape:
+    """The declared shape: the operand's, with the scatter dimension divided by the (unknown
+    here) group size; ``to_apply`` reduces two scalars of the element type."""
+    ctx.expect_operand_count(1)
+    operand = ctx.array_operand(0)
+    result = ctx.declared()
+    dims = ctx.int_list("dimensions")
+    if len(dims) != 1 or not 0 <= dims[0] < operand.rank:
+        raise ctx.fail(f"dimensions must name one dimension of {shape_text(operand)}")
+    d = dims[0]
+    check_reducer(ctx, ctx.computation("to_apply"), [operand.element_type], [operand.element_type])
+    others_equal = result.is_array and result.rank == operand.rank and all(
+        a == b for i, (a, b) in enumerate(zip(result.dimensions, operand.dimensions, strict=True)) if i != d)
+    if not others_equal or result.element_type is not operand.element_type or (
+            result.dimensions[d] and operand.dimensions[d] % result.dimensions[d]):
+        raise ctx.fail(f"declared {shape_text(result)} is not {shape_text(operand)} scattered along dimension {d}")
+    return result
+
+
+def infer_all_to_all(ctx: OpContext) -> Shape:
+    """Same shape out as in: one array (split and concatenated along ``dimensions``), or a tuple
+    of the operands' shapes when there are several (one piece per device)."""
+    if not ctx.operands:
+        raise ctx.fail("needs at least one operand")
+    for i in range(len(ctx.operands)):
+        ctx.array_operand(i)
+    dims = ctx.attrs.get("dimensions")
+    if dims is not None and (len(dims) != 1 or not 0 <= dims[0] < ctx.operands[0].rank):
+        raise ctx.fail(f"dimensions must name one dimension of {shape_text(ctx.operands[0])}")
+    return ctx.operands[0] if len(ctx.operands) == 1 else Shape.make_tuple(list(ctx.operands))
+
+
 def infer_u32_scalar(ctx: OpContext) -> Shape:
     """``replica-id`` / ``partition-id``."""
     ctx.expect_operand_count(0)
@@ -289,6 +321,8 @@ CONTROL_RULES: dict[str, Rule] = {
     "collective-permute": infer_identity,
     "all-reduce": infer_all_reduce,
     "all-gather": infer_all_gather,
+    "reduce-scatter": infer_reduce_scatter,
+    "all-to-all": infer_all_to_all,
     "replica-id": infer_u32_scalar,
     "partition-id": infer_u32_scalar,
     "after-all": infer_after_all,

@@ -36,6 +36,7 @@ from xla_teach.hlo.errors import ShapeError, VerificationError, shape_text, shap
 from xla_teach.hlo.input_output_alias import shape_index_text
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.opcodes import AttrKind
+from xla_teach.hlo.replica_groups import replica_groups_syntax_ok
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.shape_inference import infer_shape
 
@@ -342,7 +343,11 @@ def _attribute_problems(instr: HloInstruction) -> list[str]:
         problems.append("a constant needs a 'literal' (a NumPy array, or a tuple of them for a tuple shape)")
     for key, pattern, example in _GROUP_SYNTAX:
         value = instr.attrs.get(key)
-        if isinstance(value, str) and not pattern.fullmatch(value.replace(" ", "")):
+        if key == "replica_groups" and isinstance(value, str):
+            if not replica_groups_syntax_ok(value):
+                problems.append(f"{key}={value} is not a list of groups like {example}, [2,2]<=[4] or "
+                                "mesh['x'=2,'y'=2] {'y'}")
+        elif isinstance(value, str) and not pattern.fullmatch(value.replace(" ", "")):
             problems.append(f"{key}={value} is not a list of groups like {example}")
     precision = instr.attrs.get("operand_precision")
     if precision:

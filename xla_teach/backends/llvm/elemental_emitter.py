@@ -211,9 +211,10 @@ class ElementalEmitter:
             raise NotImplementedError(f"{instr.name}: a variadic all-reduce is emitted per operand")
         return lambda index: self._operand_at(instr, 0, index)
 
-    @generates("all-gather")
+    @generates("all-gather", "reduce-scatter", "all-to-all")
     def _gen_all_gather(self, instr: HloInstruction) -> Generator:
-        """One replica: gathering the operands of a group that holds only this one is the operand."""
+        """One replica: gathering (scattering, exchanging) within a group that holds only this one
+        leaves the operand as it is."""
         from xla_teach.hlo.evaluator.control import single_replica_problem
 
         problem = single_replica_problem(instr)

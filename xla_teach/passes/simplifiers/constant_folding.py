@@ -56,7 +56,7 @@ XLA_MAX_ELEMENTS = 45 * 1000 * 1000  # XLA's kMaximumConstantSizeElements
 NEVER_FOLDED = frozenset({
     "parameter", "constant", "broadcast", "iota", "while", "custom-call", "tuple", "after-all",
     "rng", "rng-bit-generator", "replica-id", "partition-id", "all-reduce", "all-gather",
-    "collective-permute", "fusion", "opt-barrier", "call", "conditional",
+    "reduce-scatter", "all-to-all", "collective-permute", "fusion", "opt-barrier", "call", "conditional",
 })
 
 

@@ -101,7 +101,8 @@ NOT_WORTH_HOISTING_ALONE = frozenset({
 # Never hoisted: state, control flow and anything stateful.
 NEVER_HOISTED = frozenset({
     "parameter", "while", "conditional", "call", "custom-call", "rng", "rng-bit-generator", "after-all",
-    "all-reduce", "all-gather", "collective-permute", "replica-id", "partition-id", "opt-barrier",
+    "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute", "replica-id", "partition-id",
+    "opt-barrier",
 })
 
 
