@@ -48,7 +48,15 @@ def handle_iota(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) 
 
 @register("replica-id", "partition-id")
 def handle_device_id(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) -> Value:
-    return np.zeros((), np.uint32)  # the interpreter is a single device
+    """0 on one device; on simulated devices (``devices.py``) the device's index -- its partition
+    in an SPMD program (``num_partitions`` > 1, where every replica id is 0), else its replica."""
+    device = ev.device
+    if device is None:
+        return np.zeros((), np.uint32)
+    module = instr.parent.parent if instr.parent is not None else None
+    spmd = module is not None and int(module.header_attributes.get("num_partitions", "1")) > 1
+    index = device.index if (instr.opcode == "partition-id") == spmd else 0
+    return np.asarray(index, np.uint32)
 
 
 @register("after-all")
@@ -152,17 +160,48 @@ def single_replica_problem(instr: HloInstruction) -> str | None:
 
 
 @register("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
-def handle_single_replica_collective(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) -> Value:
-    """With one member per group, every one of these returns its operand(s) unchanged."""
-    problem = single_replica_problem(instr)
-    if problem:
-        raise NotImplementedError(problem)
-    return operands[0] if len(operands) == 1 else tuple(operands)
+def handle_collective(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) -> Value:
+    """On one device every member group holds only this one: the operand(s) come back unchanged.
+    On simulated devices (``devices.py``) the group's operands meet and are combined in group
+    order, so every member computes the same bits."""
+    device = ev.device
+    if device is None:
+        problem = single_replica_problem(instr)
+        if problem:
+            raise NotImplementedError(problem)
+        return operands[0] if len(operands) == 1 else tuple(operands)
+    group = device.group_of(instr)
+    values = device.exchange(instr, group, list(operands))
+    members = [values[d] for d in group]
+    position = group.index(device.index)
+    dims = instr.attrs.get("dimensions") or (0,)
+    axis = int(dims[0])
+
+    def reduced(k: int) -> np.ndarray:
+        total = members[0][k]
+        for member in members[1:]:
+            (total,) = ev.apply_elementwise(instr.attr("to_apply"), [total, member[k]])
+        return np.asarray(total, dtype=members[0][k].dtype)
+
+    if instr.opcode == "all-reduce":
+        out = [reduced(k) for k in range(len(operands))]
+        return out[0] if len(out) == 1 else tuple(out)
+    if instr.opcode == "all-gather":
+        return np.concatenate([m[0] for m in members], axis=axis)
+    if instr.opcode == "reduce-scatter":
+        return np.split(reduced(0), len(group), axis=axis)[position]
+    pieces = [np.split(m[0], len(group), axis=axis) for m in members]  # all-to-all, array form
+    return np.concatenate([piece[position] for piece in pieces], axis=axis)
 
 
 @register("collective-permute")
 def handle_collective_permute(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) -> Value:
-    """Replica 0 receives from the pair ``{0,0}`` if present, otherwise zeros."""
-    if (0, 0) in source_target_pairs(instr.attr("source_target_pairs")):
-        return operands[0]
-    return np.zeros_like(operands[0])
+    """Each device receives the operand of the device whose pair targets it, or zeros (on one
+    device: its own operand if the pair ``{0,0}`` is there)."""
+    pairs = source_target_pairs(instr.attr("source_target_pairs"))
+    device = ev.device
+    if device is None:
+        return operands[0] if (0, 0) in pairs else np.zeros_like(operands[0])
+    values = device.exchange(instr, list(range(device.count)), operands[0])
+    sources = [s for s, t in pairs if t == device.index]
+    return np.array(values[sources[0]]) if sources else np.zeros_like(operands[0])

@@ -50,6 +50,7 @@ class HloEvaluator:
                  flush_denormals: bool = True) -> None:
         self.use_fast_paths = use_fast_paths
         self.flush_denormals = flush_denormals
+        self.device: Any = None  # a devices.DeviceContext when simulating several devices
         self.trace = trace
         self.rng_key = rng_seed  # Philox key and counter of the legacy `rng` op (see random.py)
         self.rng_counter = 0

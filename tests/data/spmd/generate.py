@@ -1,0 +1,59 @@
+"""Write XLA's per-device (SPMD-partitioned) optimized HLO of a few sharded JAX programs, with
+each device's input shards and XLA's output shards, for the multi-device interpreter's tests.
+
+    XLA_FLAGS=--xla_force_host_platform_device_count=4 .venv/bin/python tests/data/spmd/generate.py
+
+Device i of the files is partition i: the i-th device of the mesh, in the mesh's order.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def main() -> int:
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    if len(jax.devices()) < 4:
+        print("run with XLA_FLAGS=--xla_force_host_platform_device_count=4")
+        return 1
+    out_dir = Path(__file__).parent
+    mesh = jax.make_mesh((2, 2), ("x", "y"))
+    order = list(mesh.devices.flat)
+    rng = np.random.default_rng(0)
+    programs = {
+        # a sum over both axes (all-reduces over each mesh axis), a row sum, a transpose
+        "sums_2x2": (lambda x: (x.sum(0), jnp.tanh(x).sum(), x.T), [rng.standard_normal((8, 4)).astype(np.float32)],
+                     [P("x", "y")]),
+        # data parallel: a batch-sharded matmul with a replicated weight and a mean over the batch
+        "data_parallel": (lambda x, w: jnp.mean(jnp.tanh(x @ w)), [rng.standard_normal((16, 8)).astype(np.float32),
+                                                                   rng.standard_normal((8, 4)).astype(np.float32)],
+                          [P(("x", "y")), P()]),
+    }
+    for name, (fn, args, specs) in programs.items():
+        placed = [jax.device_put(a, NamedSharding(mesh, s)) for a, s in zip(args, specs, strict=True)]
+        jitted = jax.jit(fn)
+        text = jitted.lower(*placed).compile().as_text()
+        outs = jax.tree_util.tree_leaves(jitted(*placed))
+        arrays: dict[str, np.ndarray] = {}
+        for d, device in enumerate(order):
+            for i, a in enumerate(placed):
+                shard = next(s for s in a.addressable_shards if s.device == device)
+                arrays[f"dev{d}_arg{i}"] = np.asarray(shard.data)
+            for i, o in enumerate(outs):
+                shard = next(s for s in o.addressable_shards if s.device == device)
+                arrays[f"dev{d}_out{i}"] = np.asarray(shard.data)
+        (out_dir / f"{name}.txt").write_text(text)
+        np.savez(out_dir / f"{name}.npz", **arrays)
+        print("wrote", name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""Several devices in one process: the interpreter runs a partitioned program on each.
+
+XLA's SPMD partitioner turns a sharded program into *one* per-device program: every device runs
+the same HLO on its own shard of the data, and the collectives (``all-reduce``, ``all-gather``,
+``reduce-scatter``, ``all-to-all``, ``collective-permute``) are where devices exchange values.
+:func:`run_partitioned` runs such a module on N simulated devices, one thread each, and is the
+oracle multi-device backends are checked against.
+
+Each device has its own :class:`~xla_teach.hlo.evaluator.core.HloEvaluator` whose ``device`` is a
+:class:`DeviceContext`: its index (what ``partition-id`` returns) and the :class:`Rendezvous`
+all devices share. A collective deposits the device's operand there, waits until every member
+of its group (``replica_groups``, any of XLA's forms) has deposited, and computes its result
+from all of them -- in group order, so that every member gets the same bits::
+
+    all-reduce      reduce the members' operands (group order) with to_apply
+    all-gather      concatenate them along the dimension
+    reduce-scatter  reduce, then keep this member's slice along the dimension
+    all-to-all      split each operand into one piece per member; member j gets the j-th pieces
+    collective-permute  receive the operand of the device whose pair targets this one (else zeros)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from xla_teach.hlo.replica_groups import expand_replica_groups
+
+if TYPE_CHECKING:
+    from xla_teach.hlo.ir import HloInstruction, HloModule
+
+WAIT_SECONDS = 60.0  # a device that never arrives (a deadlocked program) fails the run
+
+
+class Rendezvous:
+    """Where the devices' collectives meet. A meeting is keyed by the instruction and how many
+    times this device has run it (loops run an instruction again)."""
+
+    def __init__(self, devices: int) -> None:
+        self.devices = devices
+        self._cond = threading.Condition()
+        self._deposits: dict[tuple[int, int, int], dict[int, Any]] = {}
+        self.failed: BaseException | None = None
+
+    def exchange(self, key: tuple[int, int], group: list[int], device: int, value: Any) -> dict[int, Any]:
+        """Deposit ``value``; return every group member's, once all have deposited."""
+        meeting = (*key, min(group))
+        with self._cond:
+            self._deposits.setdefault(meeting, {})[device] = value
+            self._cond.notify_all()
+            arrived = self._cond.wait_for(
+                lambda: self.failed is not None or len(self._deposits[meeting]) == len(group), WAIT_SECONDS)
+            if self.failed is not None:
+                raise RuntimeError(f"another device failed: {self.failed}") from self.failed
+            if not arrived:
+                missing = sorted(set(group) - set(self._deposits[meeting]))
+                raise RuntimeError(f"devices {missing} never reached this collective (a deadlock?)")
+            return dict(self._deposits[meeting])
+
+    def fail(self, error: BaseException) -> None:
+        with self._cond:
+            if self.failed is None:
+                self.failed = error
+            self._cond.notify_all()
+
+
+@dataclass
+class DeviceContext:
+    """One simulated device: its index and the rendezvous it shares with the others."""
+
+    index: int
+    rendezvous: Rendezvous
+    _runs: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return self.rendezvous.devices
+
+    def group_of(self, instr: HloInstruction) -> list[int]:
+        for group in expand_replica_groups(str(instr.attrs.get("replica_groups") or "{}"), self.count):
+            if self.index in group:
+                return group
+        raise RuntimeError(f"{instr.name}: device {self.index} is in none of its replica_groups")
+
+    def exchange(self, instr: HloInstruction, group: list[int], value: Any) -> dict[int, Any]:
+        run = self._runs.get(instr.unique_id, 0)
+        self._runs[instr.unique_id] = run + 1
+        return self.rendezvous.exchange((instr.unique_id, run), group, self.index, value)
+
+
+def run_partitioned(module: HloModule, per_device_args: Sequence[Sequence[Any]]) -> list[list[np.ndarray]]:
+    """Run ``module`` (a per-device program) on ``len(per_device_args)`` simulated devices, device
+    ``i`` on ``per_device_args[i]``; returns each device's result leaves."""
+    from xla_teach.hlo.evaluator.core import HloEvaluator
+
+    n = len(per_device_args)
+    rendezvous = Rendezvous(n)
+    results: list[list[np.ndarray] | None] = [None] * n
+    errors: list[BaseException | None] = [None] * n
+
+    def run(i: int) -> None:
+        evaluator = HloEvaluator()
+        evaluator.device = DeviceContext(i, rendezvous)
+        try:
+            results[i] = evaluator.evaluate_module(module, list(per_device_args[i]))
+        except BaseException as error:  # noqa: BLE001 - reported below, and wakes the others
+            errors[i] = error
+            rendezvous.fail(error)
+
+    threads = [threading.Thread(target=run, args=(i,), name=f"xla_teach-device-{i}") for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    first = next((e for e in errors if e is not None and "another device failed" not in str(e)), None)
+    first = first or next((e for e in errors if e is not None), None)
+    if first is not None:
+        raise first
+    return [r for r in results if r is not None]
