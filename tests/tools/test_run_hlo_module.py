@@ -119,3 +119,18 @@ def test_every_module_of_a_real_xla_dump_runs_and_agrees(path):
     """Every stage XLA dumped (before, per pass, after optimizations), run as is on our CPU backend."""
     report = run_hlo_module(load_hlo_input(path).module, "cpu", run_test_hlo_passes=False)
     assert report.ok, report.text()
+
+
+def test_a_partitioned_module_runs_on_simulated_devices(capsys) -> None:  # type: ignore[no-untyped-def]
+    """XLA's per-device output (num_partitions=4) runs on 4 simulated devices with the interpreter;
+    the CPU backend, which runs one device, says so plainly."""
+    from pathlib import Path
+
+    from xla_teach.tools.cli import main
+
+    spmd = str(Path(__file__).parents[1] / "data" / "spmd" / "sums_2x2.txt")
+    assert main(["run-hlo-module", spmd, "--platform=interpreter"]) == 0
+    printed = capsys.readouterr().out
+    assert "ran on 4 simulated devices" in printed and printed.count("device ") == 4
+    assert main(["run-hlo-module", spmd]) != 0
+    assert "only the interpreter simulates several devices" in capsys.readouterr().err

@@ -125,15 +125,28 @@ def _configure_run_hlo_module(p: argparse.ArgumentParser) -> None:
              "(false for an already-optimized dump)")
     add_bool(p, "--run_reference_hlo_passes", True, "run the HLO passes on the reference platform")
     add_bool(p, "--print_literals", False, "print arguments and results")
+    p.add_argument("--num_partitions", type=int, default=None, metavar="N",
+                   help="run a partitioned (per-device) module on N simulated devices, each with its own fake "
+                        "inputs (default: the module's num_partitions, or 1); interpreter only")
+    p.add_argument("--num_replicas", type=int, default=None, metavar="N", help="the same, for replicas")
     add_inputs(p)
     add_injection(p)
 
 
 def _run_run_hlo_module(a: argparse.Namespace) -> int:
-    from xla_teach.tools.run_hlo_module import print_report, run_hlo_module
-    from xla_teach.tools.tool_support import load_hlo_input, normalize_platform
+    from xla_teach.tools.run_hlo_module import print_report, run_hlo_module, run_on_devices
+    from xla_teach.tools.tool_support import ToolError, load_hlo_input, normalize_platform
 
     loaded = load_hlo_input(a.file, a.input_format)
+    header = loaded.module.header_attributes
+    devices = max(a.num_partitions or int(header.get("num_partitions", "1")),
+                  a.num_replicas or int(header.get("num_replicas", "1")))
+    if devices > 1:
+        if normalize_platform(a.platform) != "interpreter":
+            raise ToolError(f"this module runs on {devices} devices; only the interpreter simulates several "
+                            "devices so far (--platform=interpreter); the CPU backend runs one")
+        run_on_devices(loaded.module, devices, seed=a.seed, print_literals=a.print_literals)
+        return 0
     fixed_args = None
     if a.input_literals_file or (loaded.arguments is not None and not a.use_fake_data):
         from xla_teach.tools.tool_support import arguments_for

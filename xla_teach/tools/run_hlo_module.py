@@ -133,3 +133,22 @@ def run_hlo_module(module: HloModule, platform: str | Runner = "cpu",
 
 def print_report(report: RunHloModuleReport, print_literals: bool = False, out: TextIO | None = None) -> None:
     print(report.text(print_literals), file=out if out is not None else sys.stdout)
+
+
+def run_on_devices(module: HloModule, devices: int, seed: int = 0, print_literals: bool = False,
+                   out: TextIO | None = None) -> list[list[np.ndarray]]:
+    """Run a per-device module on ``devices`` simulated devices (the interpreter), each with fake
+    inputs of its own (seed + device), and print every device's results."""
+    from xla_teach.hlo.evaluator.devices import run_partitioned
+
+    out = out or sys.stdout
+    args = [fake_arguments(module, seed=seed + d) for d in range(devices)]
+    results = run_partitioned(module, args)
+    print(f"** {module.name} ran on {devices} simulated devices (interpreter). **", file=out)
+    for d, outputs in enumerate(results):
+        shapes = ", ".join(f"{o.dtype}{list(o.shape)}" for o in outputs)
+        print(f"device {d}: {shapes}", file=out)
+        if print_literals:
+            for i, o in enumerate(outputs):
+                print(f"  out{i} = {format_literal(o)}", file=out)
+    return results
