@@ -134,3 +134,17 @@ def test_a_partitioned_module_runs_on_simulated_devices(capsys) -> None:  # type
     assert "ran on 4 simulated devices" in printed and printed.count("device ") == 4
     assert main(["run-hlo-module", spmd]) != 0
     assert "only the interpreter simulates several devices" in capsys.readouterr().err
+
+
+def test_replay_runs_a_partitioned_module_on_simulated_devices(capsys) -> None:  # type: ignore[no-untyped-def]
+    """Every device of XLA's data-parallel program ends with the same mean (an all-reduce)."""
+    from pathlib import Path
+
+    from xla_teach.tools.cli import main
+
+    spmd = str(Path(__file__).parents[1] / "data" / "spmd" / "data_parallel.txt")
+    assert main(["replay", spmd, "--platform=interpreter"]) == 0
+    printed = capsys.readouterr().out
+    means = {line.split("=", 1)[1] for line in printed.splitlines() if line.strip().startswith("out0 =")}
+    assert "ran on 4 simulated devices" in printed and len(means) == 1
+    assert main(["replay", spmd]) != 0

@@ -85,12 +85,55 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num_runs", type=int, default=1, help="run N times, print the last (< 1: compile only)")
     add_bool(p, "--print_result", True, "print the results")
     add_bool(p, "--compile_only", False, "compile, do not run")
+    add_devices(p)
+
+
+def add_devices(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--num_partitions", type=int, default=None, metavar="N",
+                        help="run a partitioned (per-device) module on N simulated devices, each with its own "
+                             "fake inputs (default: the module's num_partitions, or 1); interpreter only")
+    parser.add_argument("--num_replicas", type=int, default=None, metavar="N", help="the same, for replicas")
+
+
+def run_if_several_devices(a: argparse.Namespace, module: object, print_literals: bool) -> bool:
+    """Run ``module`` on simulated devices when it (or --num_partitions/--num_replicas) asks for
+    more than one; True if it did. Only the interpreter simulates devices: say so otherwise."""
+    from xla_teach.tools.run_hlo_module import run_on_devices
+    from xla_teach.tools.tool_support import ToolError, normalize_platform
+
+    header = module.header_attributes  # type: ignore[attr-defined]
+    devices = max(a.num_partitions or int(header.get("num_partitions", "1")),
+                  a.num_replicas or int(header.get("num_replicas", "1")))
+    if devices <= 1:
+        return False
+    if normalize_platform(a.platform) != "interpreter":
+        raise ToolError(f"this module runs on {devices} devices; only the interpreter simulates several "
+                        "devices so far (--platform=interpreter); the CPU backend runs one")
+    run_on_devices(module, devices, seed=a.seed, print_literals=print_literals)  # type: ignore[arg-type]
+    return True
+
+
+def _header_asks_for_devices(path: str) -> bool:
+    """Does the HLO text's first line say num_partitions or num_replicas > 1? (A cheap look, so
+    that a one-device replay parses its file once.)"""
+    import re
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.readline(100_000)
+    except OSError:
+        return False
+    return any(int(n) > 1 for n in re.findall(r"num_(?:partitions|replicas)=(\d+)", head))
 
 
 def _run_replay(a: argparse.Namespace) -> int:
     from xla_teach.tools.replay import replay
+    from xla_teach.tools.tool_support import load_hlo_input
 
     for i, path in enumerate(a.files):
+        several = a.num_partitions or a.num_replicas or _header_asks_for_devices(path)
+        if several and run_if_several_devices(a, load_hlo_input(path, "auto").module, a.print_result):
+            continue
         if len(a.files) > 1 and a.num_runs > 1:
             progress(f"replay: file {i + 1}/{len(a.files)}: {path}")
         result = replay(path, a.platform, use_fake_data=a.use_fake_data, num_runs=a.num_runs,
@@ -125,27 +168,17 @@ def _configure_run_hlo_module(p: argparse.ArgumentParser) -> None:
              "(false for an already-optimized dump)")
     add_bool(p, "--run_reference_hlo_passes", True, "run the HLO passes on the reference platform")
     add_bool(p, "--print_literals", False, "print arguments and results")
-    p.add_argument("--num_partitions", type=int, default=None, metavar="N",
-                   help="run a partitioned (per-device) module on N simulated devices, each with its own fake "
-                        "inputs (default: the module's num_partitions, or 1); interpreter only")
-    p.add_argument("--num_replicas", type=int, default=None, metavar="N", help="the same, for replicas")
+    add_devices(p)
     add_inputs(p)
     add_injection(p)
 
 
 def _run_run_hlo_module(a: argparse.Namespace) -> int:
-    from xla_teach.tools.run_hlo_module import print_report, run_hlo_module, run_on_devices
-    from xla_teach.tools.tool_support import ToolError, load_hlo_input, normalize_platform
+    from xla_teach.tools.run_hlo_module import print_report, run_hlo_module
+    from xla_teach.tools.tool_support import load_hlo_input, normalize_platform
 
     loaded = load_hlo_input(a.file, a.input_format)
-    header = loaded.module.header_attributes
-    devices = max(a.num_partitions or int(header.get("num_partitions", "1")),
-                  a.num_replicas or int(header.get("num_replicas", "1")))
-    if devices > 1:
-        if normalize_platform(a.platform) != "interpreter":
-            raise ToolError(f"this module runs on {devices} devices; only the interpreter simulates several "
-                            "devices so far (--platform=interpreter); the CPU backend runs one")
-        run_on_devices(loaded.module, devices, seed=a.seed, print_literals=a.print_literals)
+    if run_if_several_devices(a, loaded.module, a.print_literals):
         return 0
     fixed_args = None
     if a.input_literals_file or (loaded.arguments is not None and not a.use_fake_data):
