@@ -309,14 +309,9 @@ _ATTR_TYPE_CHECKS = {
 }
 
 
-# replica_groups={{0,1},{2,3}} (or XLA's iota form [2,2]<=[4], [2,2]<=[2,2]T(1,0)) and
-# source_target_pairs={{0,1},{1,0}}: kept verbatim, but they must at least read as groups.
-_INTS = r"\d+(,\d+)*"
-_GROUP_SYNTAX = (
-    ("replica_groups", re.compile(r"\{(\{(" + _INTS + r")?\}(,\{(" + _INTS + r")?\})*)?\}|\[" + _INTS + r"\]<=\["
-                                  + _INTS + r"\](T\(" + _INTS + r"\))?"), "{{0,1},{2,3}}"),
-    ("source_target_pairs", re.compile(r"\{(\{\d+,\d+\}(,\{\d+,\d+\})*)?\}"), "{{0,1},{1,0}}"),
-)
+# replica_groups (any of XLA's forms: hlo/replica_groups.py) and source_target_pairs={{0,1},{1,0}}
+# are kept verbatim, but they must at least read as groups.
+_SOURCE_TARGET_PAIRS = re.compile(r"\{(\{\d+,\d+\}(,\{\d+,\d+\})*)?\}")
 
 # XLA's PrecisionConfig values, as its printer writes them (operand_precision={default,highest}).
 PRECISIONS = ("default", "high", "highest", "packed_nibble")
@@ -341,14 +336,13 @@ def _attribute_problems(instr: HloInstruction) -> list[str]:
         problems.append("a parameter needs an int 'parameter_number'")
     if instr.opcode == "constant" and not isinstance(instr.attrs.get("literal"), np.ndarray | tuple):
         problems.append("a constant needs a 'literal' (a NumPy array, or a tuple of them for a tuple shape)")
-    for key, pattern, example in _GROUP_SYNTAX:
-        value = instr.attrs.get(key)
-        if key == "replica_groups" and isinstance(value, str):
-            if not replica_groups_syntax_ok(value):
-                problems.append(f"{key}={value} is not a list of groups like {example}, [2,2]<=[4] or "
-                                "mesh['x'=2,'y'=2] {'y'}")
-        elif isinstance(value, str) and not pattern.fullmatch(value.replace(" ", "")):
-            problems.append(f"{key}={value} is not a list of groups like {example}")
+    groups = instr.attrs.get("replica_groups")
+    if isinstance(groups, str) and not replica_groups_syntax_ok(groups):
+        problems.append(f"replica_groups={groups} is not a list of groups like {{{{0,1}},{{2,3}}}}, [2,2]<=[4] or "
+                        "mesh['x'=2,'y'=2] {'y'}")
+    pairs = instr.attrs.get("source_target_pairs")
+    if isinstance(pairs, str) and not _SOURCE_TARGET_PAIRS.fullmatch(pairs.replace(" ", "")):
+        problems.append(f"source_target_pairs={pairs} is not a list of groups like {{{{0,1}},{{1,0}}}}")
     precision = instr.attrs.get("operand_precision")
     if precision:
         if len(precision) != instr.operand_count:

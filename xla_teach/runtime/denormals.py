@@ -149,36 +149,44 @@ def denormals_flushed_here() -> bool:
     return flush_bits() is not None
 
 
+def _start_flushing() -> tuple[FpControl, int] | None:
+    """Set the bits on this thread; the register and its old value to restore (None when
+    there is nothing to do: no known register, or the thread flushes already)."""
+    control = fp_control()
+    if control is None or getattr(_state, "flushing", False):
+        return None
+    old = control.swap(control.mask, 0)
+    _state.flushing = True
+    return control, old
+
+
+def _stop_flushing(started: tuple[FpControl, int]) -> None:
+    control, old = started
+    _state.flushing = False
+    control.swap(old & control.mask, control.mask)
+
+
 @contextmanager
 def scoped_flush_denormal(enabled: bool = True) -> Iterator[None]:
     """Flush denormals on the calling thread inside the ``with`` block (when ``enabled`` and
     the CPU allows it), then restore the register as it was, as XLA's ``ScopedFlushDenormal``."""
-    control = fp_control() if enabled else None
-    if control is None or getattr(_state, "flushing", False):
-        yield
-        return
-    old = control.swap(control.mask, 0)
-    _state.flushing = True
+    started = _start_flushing() if enabled else None
     try:
         yield
     finally:
-        _state.flushing = False
-        control.swap(old & control.mask, control.mask)
+        if started is not None:
+            _stop_flushing(started)
 
 
 def run_flushing_denormals(fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)`` inside :func:`scoped_flush_denormal` -- the same, without a generator's cost
     on every call of a small executable."""
-    control = fp_control()
-    if control is None or getattr(_state, "flushing", False):
-        return fn(*args)
-    old = control.swap(control.mask, 0)
-    _state.flushing = True
+    started = _start_flushing()
     try:
         return fn(*args)
     finally:
-        _state.flushing = False
-        control.swap(old & control.mask, control.mask)
+        if started is not None:
+            _stop_flushing(started)
 
 
 def in_callers_mode(fn: Callable[..., Any]) -> Callable[..., Any]:

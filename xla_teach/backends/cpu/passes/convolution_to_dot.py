@@ -121,11 +121,7 @@ def _rewrite_weight_gradient(comp: HloComputation, conv: HloInstruction, x: HloI
     """
     dnums = conv.attr("dim_labels")
     window = conv.attr("window").dimensions
-    inp = x
-    if any(d.padding_low or d.padding_high for d in window):
-        zero = add_constant(comp, 0, x.shape.element_type)
-        padding = (PaddingDim(), *(PaddingDim(d.padding_low, d.padding_high) for d in window), PaddingDim())
-        inp = add_instruction(comp, "pad", [inp, zero], {"padding": padding})
+    inp = _pad_spatial(comp, x, window)
     c, n = inp.shape.dimensions[0], inp.shape.dimensions[-1]
     out_sizes = [conv.shape.dimensions[d] for d in dnums.output_spatial_dimensions]
     kernel_sizes = list(w.shape.dimensions[1:-1])
@@ -159,11 +155,7 @@ def _rewrite(comp: HloComputation, conv: HloInstruction, x: HloInstruction, w: H
     window = conv.attr("window").dimensions
     # Input as [N, S..., C], padded.
     order = [dnums.input_batch_dimension, *dnums.input_spatial_dimensions, dnums.input_feature_dimension]
-    inp = _transpose(comp, x, order)
-    if any(d.padding_low or d.padding_high for d in window):
-        zero = add_constant(comp, 0, x.shape.element_type)
-        padding = (PaddingDim(), *(PaddingDim(d.padding_low, d.padding_high) for d in window), PaddingDim())
-        inp = add_instruction(comp, "pad", [inp, zero], {"padding": padding})
+    inp = _pad_spatial(comp, _transpose(comp, x, order), window)
     n, c = inp.shape.dimensions[0], inp.shape.dimensions[-1]
     out_sizes = [conv.shape.dimensions[d] for d in dnums.output_spatial_dimensions]
     kernel_sizes = [w.shape.dimensions[d] for d in dnums.kernel_spatial_dimensions]
@@ -187,6 +179,15 @@ def _rewrite(comp: HloComputation, conv: HloInstruction, x: HloInstruction, w: H
     nof = add_instruction(comp, "reshape", [product], result_dims=(n, *out_sizes, features))
     canonical = [dnums.output_batch_dimension, *dnums.output_spatial_dimensions, dnums.output_feature_dimension]
     return _transpose(comp, nof, [canonical.index(d) for d in range(len(canonical))])
+
+
+def _pad_spatial(comp: HloComputation, inp: HloInstruction, window: tuple) -> HloInstruction:  # type: ignore[type-arg]
+    """``inp`` (``[outer, S..., inner]``) padded with zeros by the window's spatial padding."""
+    if not any(d.padding_low or d.padding_high for d in window):
+        return inp
+    zero = add_constant(comp, 0, inp.shape.element_type)
+    padding = (PaddingDim(), *(PaddingDim(d.padding_low, d.padding_high) for d in window), PaddingDim())
+    return add_instruction(comp, "pad", [inp, zero], {"padding": padding})
 
 
 def _patches_by_kernel_offset(comp: HloComputation, inp: HloInstruction, out_sizes: list[int],
