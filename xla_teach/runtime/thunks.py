@@ -39,6 +39,7 @@ from xla_teach.hlo.shape import Shape
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, BufferSlice
 from xla_teach.runtime.buffers import RunBuffers
 from xla_teach.runtime.denormals import in_callers_mode
+from xla_teach.runtime.native_pool import native_pool
 
 KERNEL_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _pool: ThreadPoolExecutor | None = None
@@ -143,6 +144,10 @@ class KernelThunk(Thunk):
             self._fn(args, 0, self.outer_size)
             return
         parts = min(self.partitions, self.outer_size)
+        pool = native_pool()
+        if pool is not None:  # the parts run on native worker threads (runtime/native_pool.py)
+            pool.parallel_for(self.address, ctypes.cast(args, ctypes.c_void_p), self.outer_size, parts)
+            return
         bounds = [self.outer_size * k // parts for k in range(parts + 1)]
         pointer = ctypes.cast(args, ctypes.c_void_p)
         fn = in_callers_mode(self._fn)  # the workers flush denormals when this thread does

@@ -386,7 +386,8 @@ def test_large_loop_kernels_are_split_across_threads() -> None:
     assert "4 partitions" in kernel.describe()
     recording = _RecordingPool(thunks.thread_pool())
     args = fake_arguments(parse_hlo(LARGE_LOOP), seed=5)
-    with mock.patch.object(thunks, "thread_pool", return_value=recording):
+    with mock.patch.object(thunks, "thread_pool", return_value=recording), \
+            mock.patch.object(thunks, "native_pool", return_value=None):  # the Python pool's route
         got = executable.execute(args)
     # Three pieces go to other threads, the first runs on the caller's; together they cover [0, 1027).
     assert recording.ranges == [(256, 513), (513, 770), (770, 1027)]
