@@ -6,6 +6,13 @@ purpose (an OpenBLAS built for every x86-64 and AArch64 generation, with 64-bit 
 symbols renamed ``scipy_cblas_sgemm64_`` ... so that it never clashes with another BLAS in the
 process) and a declared dependency of xla_teach. This module loads it, and tells LLVM's JIT where
 the symbols live. If the package is missing, large dots fall back to emitted loop nests.
+
+OpenBLAS is told to run every call on the calling thread (``openblas_set_num_threads(1)``): the
+CPU backend's own thread pool splits a product by rows (or batches, or a convolution's blocks),
+as XLA splits its Eigen contractions over its own pool. Two threads each calling a threaded
+OpenBLAS fight over its workers (a blocked convolution: 13 ms; single-threaded calls: 8 ms), and
+OpenBLAS's threads would not flush denormals as the run's threads do. This copy of OpenBLAS is
+the package's own, not NumPy's, so NumPy's matrix products keep their threads.
 """
 
 from __future__ import annotations
@@ -58,4 +65,7 @@ def find_blas() -> BlasLibrary | None:
         return None
     for name in (sgemm, dgemm):
         llvm.add_symbol(name, ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)
+    set_threads = getattr(lib, "scipy_openblas_set_num_threads64_", None)
+    if set_threads is not None:
+        set_threads(ctypes.c_int(1))
     return BlasLibrary(path, sgemm, dgemm, 64)

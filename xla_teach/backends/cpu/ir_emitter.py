@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xla_teach.backends.cpu.kernel_builder import KernelBuilder
+from xla_teach.backends.cpu.kernels.convolution import emit_im2col_gemm_kernel, im2col_geometry
 from xla_teach.backends.cpu.kernels.dot import emit_dot_kernel
 from xla_teach.backends.cpu.kernels.loop import emit_loop_kernel
 from xla_teach.backends.cpu.kernels.reduction import emit_reduction_kernel
@@ -85,6 +86,8 @@ class CpuIrEmitter(IrEmitterBase):
         op = instr.opcode
         if topk_parameters(instr) is not None:
             return emit_topk_kernel  # one pass per row, no sort
+        if im2col_geometry(instr) is not None:
+            return emit_im2col_gemm_kernel  # patch blocks in cache, one gemm per block
         if op == "sort":
             return emit_sort_kernel
         if op == "scatter":

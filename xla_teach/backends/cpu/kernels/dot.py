@@ -24,7 +24,7 @@ from llvmlite import ir
 
 from xla_teach.backends.cpu.blas import CBLAS_NO_TRANS, CBLAS_ROW_MAJOR, CBLAS_TRANS, find_blas
 from xla_teach.backends.cpu.kernels.loop import emit_loop_kernel
-from xla_teach.backends.cpu.kernels.partitions import choose_partitions
+from xla_teach.backends.cpu.kernels.partitions import choose_gemm_partitions, choose_partitions
 from xla_teach.backends.llvm import elemental_ops as ops
 from xla_teach.backends.llvm.elemental_emitter import ElementalEmitter
 from xla_teach.backends.llvm.elemental_windows import dot_index_maps
@@ -72,13 +72,7 @@ def emit_dot_kernel(ctx: KernelContext) -> tuple[int, int]:
     out = ctx.output_arrays[0]
     epilogue = _epilogue_emitter(ctx, dot, out) if ctx.hero() is not dot else None
     if strategy == "blas":
-        _emit_blas(ctx, dot, out)
-        _canonicalize(ctx, out)
-        if epilogue is not None:
-            root = ctx.hero()
-            for_each_index(ctx.b, out.shape, lambda index: out.store(ctx.b, epilogue.value_at(root, index), index),
-                           "epilogue")
-        return 1, 1
+        return _emit_blas(ctx, dot, out, epilogue)
     return _emit_ikj(ctx, dot, ctx.emitter(), out, epilogue)
 
 
@@ -90,46 +84,77 @@ def _operand_pointer(ctx: KernelContext, dot: HloInstruction, i: int) -> ir.Valu
     return ctx.operand_arrays[i].base
 
 
-def _emit_blas(ctx: KernelContext, dot: HloInstruction, out: IrArray) -> None:
-    blas = find_blas()
-    assert blas is not None
+def _emit_blas(ctx: KernelContext, dot: HloInstruction, out: IrArray,
+               epilogue: ElementalEmitter | None) -> tuple[int, int]:
+    """One ``gemm`` per batch, or -- for a single product -- on the rows ``begin .. end`` of the
+    output, so that the CPU's threads split a product between them (OpenBLAS itself runs one
+    thread: see ``blas.py``). A fused epilogue then runs over the same rows."""
     gemm = gemm_shape(dot)
     assert gemm is not None
     b = ctx.b
     is_double = dot.shape.element_type is PrimitiveType.F64
     fty = F64 if is_double else F32
+    a_ptr, b_ptr = _operand_pointer(ctx, dot, 0), _operand_pointer(ctx, dot, 1)
+    flops = gemm.batch * gemm.m * gemm.n * gemm.k
+    if flops == 0:
+        _zero_fill(ctx, out)
+        return 1, 1
+
+    def element(base: ir.Value, offset: ir.Value) -> ir.Value:
+        return b.gep(base, [offset], inbounds=True, source_etype=fty)
+
+    def run_epilogue(outer_range: tuple[ir.Value, ir.Value] | None) -> None:
+        if epilogue is not None:
+            root = ctx.hero()
+            for_each_index(b, out.shape, lambda index: out.store(b, epilogue.value_at(root, index), index),
+                           "epilogue", outer_range=outer_range)
+
+    begin, end = ctx.kb.begin, ctx.kb.end
+    if gemm.batch == 1 and tuple(out.shape.dimensions) == (gemm.m, gemm.n):
+        # Rows begin .. end of op(A) and of C: of a transposed A they are its columns.
+        rows = b.sub(end, begin)
+        a_rows = element(a_ptr, begin if gemm.trans_a else b.mul(begin, i64(gemm.lda)))
+        c_rows = element(out.base, b.mul(begin, i64(gemm.n)))
+        call_gemm(b, is_double, rows, i64(gemm.n), i64(gemm.k), a_rows, i64(gemm.lda), b_ptr, i64(gemm.ldb),
+                  c_rows, i64(gemm.n), trans_a=gemm.trans_a, trans_b=gemm.trans_b)
+        flush_denormals(b, c_rows, b.mul(rows, i64(gemm.n)), fty)
+        run_epilogue((begin, end))
+        return gemm.m, choose_gemm_partitions(gemm.m, flops)
+    with for_range(b, end, "batch", begin) as bi:
+        call_gemm(b, is_double, i64(gemm.m), i64(gemm.n), i64(gemm.k), element(a_ptr, b.mul(bi, i64(gemm.m * gemm.k))),
+                  i64(gemm.lda), element(b_ptr, b.mul(bi, i64(gemm.k * gemm.n))), i64(gemm.ldb),
+                  element(out.base, b.mul(bi, i64(gemm.m * gemm.n))), i64(gemm.n),
+                  trans_a=gemm.trans_a, trans_b=gemm.trans_b)
+        flush_denormals(b, element(out.base, b.mul(bi, i64(gemm.m * gemm.n))), i64(gemm.m * gemm.n), fty)
+    if epilogue is not None:  # an epilogue over whole batches: one partition
+        run_epilogue(None)
+        return gemm.batch, 1
+    return gemm.batch, choose_gemm_partitions(gemm.batch, flops)
+
+
+def call_gemm(b: ir.IRBuilder, is_double: bool, m: ir.Value, n: ir.Value, k: ir.Value, a: ir.Value, lda: ir.Value,
+              bmat: ir.Value, ldb: ir.Value, c: ir.Value, ldc: ir.Value, *, trans_a: bool = False,
+              trans_b: bool = False) -> None:
+    """Emit ``C = op(A) @ op(B)`` as one row-major ``cblas_sgemm``/``cblas_dgemm`` call (sizes and
+    leading dimensions are i64 values; alpha 1, beta 0)."""
+    blas = find_blas()
+    assert blas is not None
+    fty = F64 if is_double else F32
     ity = I64 if blas.int_bits == 64 else I32
     name = blas.dgemm if is_double else blas.sgemm
     fnty = ir.FunctionType(ir.VoidType(), [I32, I32, I32, ity, ity, ity, fty, PTR, ity, PTR, ity, fty, PTR, ity])
     fn = b.module.globals.get(name) or ir.Function(b.module, fnty, name)
-    a_ptr, b_ptr = _operand_pointer(ctx, dot, 0), _operand_pointer(ctx, dot, 1)
-    elem = 8 if is_double else 4
 
-    def call(batch_index: ir.Value) -> None:
-        def at(base: ir.Value, elements: int) -> ir.Value:
-            offset = b.mul(batch_index, i64(elements * elem))
-            return b.gep(base, [offset], inbounds=True, source_etype=ir.IntType(8))
+    def size(v: ir.Value) -> ir.Value:
+        return v if ity == I64 else b.trunc(v, ity)
 
-        args = [ir.Constant(I32, CBLAS_ROW_MAJOR),
-                ir.Constant(I32, CBLAS_TRANS if gemm.trans_a else CBLAS_NO_TRANS),
-                ir.Constant(I32, CBLAS_TRANS if gemm.trans_b else CBLAS_NO_TRANS),
-                ir.Constant(ity, gemm.m), ir.Constant(ity, gemm.n), ir.Constant(ity, gemm.k),
-                ir.Constant(fty, 1.0), at(a_ptr, gemm.m * gemm.k), ir.Constant(ity, gemm.lda),
-                at(b_ptr, gemm.k * gemm.n), ir.Constant(ity, gemm.ldb), ir.Constant(fty, 0.0),
-                at(out.base, gemm.m * gemm.n), ir.Constant(ity, gemm.n)]
-        b.call(fn, args)
-
-    if gemm.m * gemm.n * gemm.k == 0:
-        return _zero_fill(ctx, out)
-    if gemm.batch == 1:
-        call(i64(0))
-    else:
-        with for_range(b, i64(gemm.batch), "batch") as bi:
-            call(bi)
+    b.call(fn, [ir.Constant(I32, CBLAS_ROW_MAJOR), ir.Constant(I32, CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
+                ir.Constant(I32, CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), size(m), size(n), size(k),
+                ir.Constant(fty, 1.0), a, size(lda), bmat, size(ldb), ir.Constant(fty, 0.0), c, size(ldc)])
 
 
-def _canonicalize(ctx: KernelContext, out: IrArray) -> None:
-    """Multiply every element of the product by 1.0 on the calling thread.
+def flush_denormals(b: ir.IRBuilder, base: ir.Value, count: ir.Value, fty: ir.Type) -> None:
+    """Multiply ``count`` floats at ``base`` by 1.0 on the calling thread.
 
     OpenBLAS computes part of a large product on threads of its own, created when it was
     loaded, whose control register does not flush denormals. A multiply by 1.0 gives each
@@ -139,13 +164,13 @@ def _canonicalize(ctx: KernelContext, out: IrArray) -> None:
     vectorizes). ``llvm.canonicalize`` means the same, but this LLVM cannot select it for
     every vector width.
     """
-    b = ctx.b
-    fty = compute_type(out.shape.element_type)
     ity = ir.IntType(64 if fty == F64 else 32)
     opaque = ir.InlineAsm(ir.FunctionType(ity, [ity]), "", "=r,0", side_effect=False)
     one_bits = 0x3FF0000000000000 if fty == F64 else 0x3F800000
     one = b.bitcast(b.call(opaque, [ir.Constant(ity, one_bits)]), fty)
-    for_each_index(b, out.shape, lambda index: out.store(b, b.fmul(out.load(b, index), one), index), "ftz")
+    with for_range(b, count, "ftz") as i:
+        address = b.gep(base, [i], inbounds=True, source_etype=fty)
+        b.store(b.fmul(b.load(address, typ=fty), one), address)
 
 
 def _zero_fill(ctx: KernelContext, out: IrArray) -> None:

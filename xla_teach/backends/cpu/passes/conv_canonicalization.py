@@ -1,0 +1,151 @@
+"""Put every convolution in the layout the CPU's im2col kernel reads (``conv-canonicalization``).
+
+The CPU computes a convolution with blocked im2col and BLAS (``backends/cpu/kernels/convolution.py``),
+which reads the input as ``[batch, spatial..., features]``, the kernel as
+``[spatial..., in_features, out_features]`` and writes ``[batch, spatial..., out_features]``:
+then a run of input features is contiguous, the kernel is already the right-hand matrix and the
+output the product's rows. This pass (named after XLA CPU's ``ConvCanonicalization``, which does
+the same for Eigen) transposes operands and result of any other convolution into that order and
+marks the convolution ``"conv_strategy":"im2col_gemm"`` in its backend_config, so the optimized HLO
+shows the path chosen. NCHW (``bf01_oi01->bf01``) gets three transposes; JAX's NHWC/HWIO
+convolutions none.
+
+Padding cells take no part in a convolution's products (a NaN or inf weight over one adds
+nothing, as XLA computes it), but in the patch matrix they are zeros that ``gemm`` multiplies. So
+a padded (or base-dilated: the holes are padding too) convolution becomes ``conditional(every
+weight finite, the im2col convolution, the convolution as written)``: with finite weights the
+extra products are exact zeros. The exact branch is marked ``"conv_strategy":"elemental"``.
+
+Grouped convolutions, reversed windows and element types other than f32/f64 are left to the
+element-by-element loop (the pass notes say which and why).
+
+Before::
+
+    ENTRY main {
+      x = f32[1,2,5,5] parameter(0)
+      w = f32[4,2,3,3] parameter(1)
+      ROOT c = f32[1,4,3,3] convolution(x, w), window={size=3x3}, dim_labels=bf01_oi01->bf01
+    }
+
+After::
+
+    ENTRY main {
+      x = f32[1,2,5,5] parameter(0)
+      transpose = f32[1,5,5,2] transpose(x), dimensions={0,2,3,1}
+      w = f32[4,2,3,3] parameter(1)
+      transpose.1 = f32[3,3,2,4] transpose(w), dimensions={2,3,1,0}
+      convolution = f32[1,3,3,4] convolution(transpose, transpose.1), window={size=3x3},
+          dim_labels=b01f_01io->b01f, backend_config={"conv_strategy":"im2col_gemm"}
+      ROOT c = f32[1,4,3,3] transpose(convolution), dimensions={0,3,1,2}
+    }
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from xla_teach.backends.cpu.kernels.convolution import IM2COL_GEMM, conv_strategy, im2col_unsupported
+from xla_teach.hlo.attributes import ConvDimensionNumbers
+from xla_teach.hlo.ir import HloComputation, HloInstruction
+from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.types import PrimitiveType
+from xla_teach.passes.pass_base import HloPass
+from xla_teach.passes.rewrite_utils import add_callee, add_constant, add_instruction
+
+Rewrite = Callable[[HloComputation, HloInstruction, HloInstruction, HloInstruction], HloInstruction]
+
+
+def set_conv_strategy(conv: HloInstruction, strategy: str) -> None:
+    config = {}
+    if conv.backend_config:
+        try:
+            config = json.loads(conv.backend_config)
+        except json.JSONDecodeError:
+            config = {}
+    config["conv_strategy"] = strategy
+    conv.backend_config = json.dumps(config, separators=(",", ":"))
+
+
+def transpose(comp: HloComputation, x: HloInstruction, permutation: list[int]) -> HloInstruction:
+    """``x`` transposed by ``permutation`` (``x`` itself for the identity)."""
+    if permutation == sorted(permutation):
+        return x
+    return add_instruction(comp, "transpose", [x], {"dimensions": tuple(permutation)})
+
+
+def needs_guard(conv: HloInstruction) -> bool:
+    """Whether the convolution reads padding cells (padding, or holes of a base dilation)."""
+    return any(d.padding_low or d.padding_high or d.base_dilation != 1 for d in conv.attr("window").dimensions)
+
+
+def guarded(comp: HloComputation, conv: HloInstruction, rewrite: Rewrite) -> HloInstruction:
+    """``conditional(every weight finite, rewrite(conv), conv as written)`` (module docstring)."""
+    x, w = conv.operands
+    pred = Shape.array(PrimitiveType.PRED, ())
+    both = HloComputation("and_reducer")
+    a, b = both.add_parameter(pred, "a"), both.add_parameter(pred, "b")
+    both.root_instruction = both.add_instruction(HloInstruction("and", pred, [a, b]))
+    finite = add_instruction(comp, "is-finite", [w])
+    all_finite = add_instruction(comp, "reduce", [finite, add_constant(comp, True, PrimitiveType.PRED)],
+                                 {"dimensions": tuple(range(w.shape.rank)), "to_apply": both})
+    packed = add_instruction(comp, "tuple", [x, w])
+    branches = []
+    for name in ("finite_weights", "exact_convolution"):
+        branch = HloComputation(f"{conv.name}.{name}")
+        param = branch.add_parameter(packed.shape, "operands")
+        bx = branch.add_instruction(HloInstruction("get-tuple-element", x.shape, [param], {"index": 0}), "x")
+        bw = branch.add_instruction(HloInstruction("get-tuple-element", w.shape, [param], {"index": 1}), "w")
+        if name == "finite_weights":
+            branch.root_instruction = rewrite(branch, conv, bx, bw)
+        else:
+            exact = branch.add_instruction(conv.clone_with_new_operands(conv.shape, [bx, bw]))
+            set_conv_strategy(exact, "elemental")  # stays a convolution
+            branch.root_instruction = exact
+        branches.append(branch)
+    for new in (both, *branches):
+        add_callee(comp, new)
+    return add_instruction(comp, "conditional", [all_finite, packed, packed],
+                           {"true_computation": branches[0], "false_computation": branches[1]}, shape=conv.shape)
+
+
+def canonical_convolution(comp: HloComputation, conv: HloInstruction, x: HloInstruction,
+                          w: HloInstruction) -> HloInstruction:
+    """``conv`` of ``x`` and ``w`` in the canonical layout, marked ``im2col_gemm``, between transposes."""
+    d = conv.attr("dim_labels")
+    spatial = "".join(str(i) for i in range(len(d.input_spatial_dimensions)))
+    xin = transpose(comp, x, [d.input_batch_dimension, *d.input_spatial_dimensions, d.input_feature_dimension])
+    win = transpose(comp, w, [*d.kernel_spatial_dimensions, d.kernel_input_feature_dimension,
+                              d.kernel_output_feature_dimension])
+    out_order = [d.output_batch_dimension, *d.output_spatial_dimensions, d.output_feature_dimension]
+    attrs = dict(conv.attrs)
+    attrs["dim_labels"] = ConvDimensionNumbers.from_text(f"b{spatial}f_{spatial}io->b{spatial}f")
+    shape = Shape.array(conv.shape.element_type, tuple(conv.shape.dimensions[i] for i in out_order))
+    new = add_instruction(comp, "convolution", [xin, win], attrs, shape=shape)
+    set_conv_strategy(new, IM2COL_GEMM)
+    return transpose(comp, new, [out_order.index(i) for i in range(len(out_order))])
+
+
+class ConvCanonicalization(HloPass):
+    """Canonical layout + ``im2col_gemm`` for every convolution the kernel can compute."""
+
+    name = "conv-canonicalization"
+
+    def run_on_computation(self, comp: HloComputation) -> bool:
+        changed = False
+        for conv in [i for i in comp.instructions if i.opcode == "convolution" and not conv_strategy(i)]:
+            why = im2col_unsupported(conv)
+            if why is None and conv.operand(1).shape.element_count() == 0:
+                why = "empty kernel"
+            if why is not None:
+                self.note(f"{conv.name}: left to the element loop ({why})")
+                continue
+            name = conv.name
+            guard = needs_guard(conv)
+            new = guarded(comp, conv, canonical_convolution) if guard else canonical_convolution(
+                comp, conv, *conv.operands)
+            comp.replace_instruction(conv, new).name = name
+            self.note(f"{name}: blocked im2col + gemm" + (
+                " (reads padding: when every weight is finite; else the convolution as written)" if guard else ""))
+            changed = True
+        return changed
