@@ -4,9 +4,8 @@ See :func:`xla_teach.passes.pipeline.default_pipeline` for the shared part and
 its documented order; the CPU adds the expanders first (``rng-expander``,
 ``topk-decomposer``, ``tuple-constant-splitter``, ``all-reduce-splitter``,
 ``conditional-to-select``: ops with no kernel of their own), ``change-op-data-type``
-(f16/bf16 and mixed-type products computed in f32), ``convolution-to-dot`` (JAX's weight
-gradients as dots) and ``conv-canonicalization`` (every other convolution in the layout of the
-blocked im2col + BLAS kernel), its fusion rules, the dot strategy, and
+(f16/bf16 and mixed-type products computed in f32), ``conv-canonicalization`` (convolutions in
+the layout of the blocked im2col + BLAS kernel), its fusion rules, the dot strategy, and
 the memory scheduler that backends need before buffer assignment.
 """
 
@@ -15,7 +14,6 @@ from __future__ import annotations
 from xla_teach.backends.cpu.kernels.topk import topk_parameters
 from xla_teach.backends.cpu.passes.change_op_data_type import ChangeOpDataType
 from xla_teach.backends.cpu.passes.conv_canonicalization import ConvCanonicalization
-from xla_teach.backends.cpu.passes.convolution_to_dot import ConvolutionToDot
 from xla_teach.backends.cpu.passes.dot_strategy import DotStrategy
 from xla_teach.backends.llvm.elemental_emitter import emittable_fusion
 from xla_teach.passes.expanders import add_expanders
@@ -39,7 +37,6 @@ def cpu_pipeline() -> HloPassPipeline:
     add_expanders(pipeline, keep_fusion=emittable_fusion,
                   decompose_topk=lambda topk: topk_parameters(topk) is None)  # the rest run the top-k kernel
     pipeline.insert_before("fusion", ChangeOpDataType())
-    pipeline.insert_before("fusion", ConvolutionToDot())
     pipeline.insert_before("fusion", ConvCanonicalization())
     pipeline.insert_before("fusion", TreeReductionRewriter())
     pipeline.insert_before("fusion", RowFusion())
