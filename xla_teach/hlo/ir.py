@@ -421,6 +421,7 @@ class HloModule:
         self.header_attributes: dict[str, str] = {}  # other header attributes, verbatim
         self.stack_frame_tables: list[tuple[str, list[str]]] = []  # FileNames ... StackFrames
         self.unique_id = next(_ids)
+        self.pass_text: str | None = None  # while a pass pipeline runs: the module as the last pass left it
 
     @property
     def input_output_alias(self) -> HloInputOutputAliasConfig:

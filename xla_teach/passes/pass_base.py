@@ -203,7 +203,13 @@ class HloPassPipeline(HloPass):
             return False
         if options.verify:
             _verify(module, f"before pipeline {self.name}")
-        return self._run_passes(module, options, recorder)
+        # Each pass's "after" text is the next one's "before": nothing else touches the module
+        # between two passes of one run, so it is printed once (and forgotten when the run ends).
+        module.pass_text = None
+        try:
+            return self._run_passes(module, options, recorder)
+        finally:
+            module.pass_text = None
 
     def _run_passes(self, module: HloModule, options: PassOptions, recorder: PassRecorder | None) -> bool:
         changed = False
@@ -234,13 +240,14 @@ class HloPassPipeline(HloPass):
         elif not skipped and options.opt_level == 0 and p.is_optimization:
             skipped = "optimization level 0"
         keep_text = options.record or bool(options.listeners)
-        before = module.to_text()  # also needed to check the pass's "changed" claim
+        before = module.pass_text or module.to_text()  # also needed to check the pass's "changed" claim
         instrs_before, fusions_before = module.instruction_count(), count_fusions(module)
         p.notes = []
         start = time.perf_counter()
         changed = False if skipped else bool(p.run(module))
         seconds = time.perf_counter() - start
         after = module.to_text() if not skipped else before
+        module.pass_text = after
         if changed != (after != before):
             claim = "a change" if changed else "no change"
             raise PassMisreportedChange(

@@ -19,7 +19,7 @@ passed for another parameter) is copied first, and then stays untouched.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -168,9 +168,17 @@ class CompiledArtifacts:
     buffer_assignment_text: str = ""
     llvm_ir: str = ""
     optimized_llvm_ir: str = ""
-    assembly: str = ""
+    assembly_text: str = ""
     ptx: str = ""
     extra: dict[str, str] = field(default_factory=dict)
+    make_assembly: Callable[[], str] | None = field(default=None, repr=False)  # for assembly made on demand
+
+    @property
+    def assembly(self) -> str:
+        if not self.assembly_text and self.make_assembly is not None:
+            self.assembly_text = self.make_assembly()
+            self.make_assembly = None
+        return self.assembly_text
 
 
 class CompiledExecutable:

@@ -22,6 +22,7 @@ from xla_teach.backends.cpu.ir_emitter import CpuIrEmitter, HostPlan, KernelPlan
 from xla_teach.backends.cpu.jit import CpuJit
 from xla_teach.backends.cpu.kernel_builder import declare_dynamic_denormal_mode
 from xla_teach.backends.llvm.kernel_support import annotate_kernels
+from xla_teach.backends.llvm.loops import mark_loops_not_unrolled
 from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment
@@ -44,7 +45,7 @@ class CpuCompiler(CompilerBase):
         emitter = CpuIrEmitter(optimized, assignments)
         plans = emitter.emit_all()
         declare_dynamic_denormal_mode(emitter.llvm_module)
-        ir_text = annotate_kernels(str(emitter.llvm_module), emitter.comments)
+        ir_text = mark_loops_not_unrolled(annotate_kernels(str(emitter.llvm_module), emitter.comments))
         self.timings["ir_emission"] = time.perf_counter() - start
         start = time.perf_counter()
         jit = CpuJit(ir_text, self.options.llvm_opt_level, self.options.keep_assembly)
@@ -60,7 +61,7 @@ class CpuCompiler(CompilerBase):
         entry = sequence(optimized.entry.name)
         artifacts = CompiledArtifacts(
             optimized_module=optimized, buffer_assignment_text=assignments.to_text(), llvm_ir=ir_text,
-            optimized_llvm_ir=jit.ir_with_opt, assembly=jit.assembly)
+            optimized_llvm_ir=jit.ir_with_opt, make_assembly=lambda: jit.assembly)
         executable = Executable(optimized, entry, artifacts, backend="cpu")
         executable.keep_alive = jit  # the machine code lives as long as the JIT engine
         executable.flush_denormals = self.options.flush_denormals

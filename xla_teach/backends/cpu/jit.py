@@ -42,6 +42,9 @@ class CpuJit:
     def __init__(self, ir_text: str, opt_level: int = 3, keep_assembly: bool = True) -> None:
         initialize_llvm()
         self.ir_no_opt = ir_text
+        self.opt_level = opt_level
+        self.keep_assembly = keep_assembly
+        self._assembly: str | None = None
         tm = host_target_machine(opt_level)
         with _lock:
             module = llvm.parse_assembly(ir_text)
@@ -50,10 +53,21 @@ class CpuJit:
             module.verify()
             optimize_module(module, tm, opt_level)
             self.ir_with_opt = str(module)
-            self.assembly = tm.emit_assembly(module) if keep_assembly else ""
             self.engine = llvm.create_mcjit_compiler(module, tm)
             self.engine.finalize_object()
         self._module = module
+
+    @property
+    def assembly(self) -> str:
+        """The optimized module's assembly, made when first asked for (a quarter of LLVM's time
+        on a mid-size module, and only dumps, ``as_text("asm")`` and the explorer read it)."""
+        if self._assembly is None:
+            if not self.keep_assembly:
+                self._assembly = ""
+            else:
+                with _lock:
+                    self._assembly = host_target_machine(self.opt_level).emit_assembly(self._module)
+        return self._assembly
 
     def function_address(self, name: str) -> int:
         address = self.engine.get_function_address(name)

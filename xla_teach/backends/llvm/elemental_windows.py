@@ -26,7 +26,7 @@ from xla_teach.backends.llvm.elemental_emitter import (
 )
 from xla_teach.backends.llvm.ir_array import IrIndex, i64
 from xla_teach.backends.llvm.ir_types import I1, compute_type, storage_type
-from xla_teach.backends.llvm.loops import for_range, stack_slot
+from xla_teach.backends.llvm.loops import for_range, stack_slot, unroll_level
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.types import PrimitiveType
@@ -40,7 +40,7 @@ def loop_nest(b: ir.IRBuilder, sizes: list[int], name: str, body: Callable[[list
         if level == len(sizes):
             body(values)
             return
-        with for_range(b, i64(sizes[level]), f"{name}{level}") as i:
+        with for_range(b, i64(sizes[level]), f"{name}{level}", unroll=unroll_level(sizes, level)) as i:
             values.append(i)
             nest(level + 1)
             values.pop()
