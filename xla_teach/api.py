@@ -89,7 +89,23 @@ def execute(module: HloModule | str, args: Sequence[Any], backend: str = DEFAULT
     result's leaves. Wrong argument count, shapes or dtypes raise ``ValueError``.
 
     ``backend`` is ``"cpu"`` by default (compiled with LLVM for the host); pass
-    ``"interpreter"`` for the reference semantics every backend is checked against."""
+    ``"interpreter"`` for the reference semantics every backend is checked against.
+
+    A module for several devices (``num_partitions`` or ``num_replicas`` > 1 in its header: a
+    per-device SPMD program) takes and returns *global* arrays, as ``jax.jit`` does: its
+    parameters' shardings split the arguments and the devices run it on the interpreter
+    (:func:`~xla_teach.hlo.evaluator.devices.run_global`)."""
+    if isinstance(module, str):
+        from xla_teach.hlo.parser import parse_hlo
+
+        module = parse_hlo(module)
+    from xla_teach.hlo.evaluator.devices import device_count, run_global
+
+    if isinstance(module, HloModule) and device_count(module) > 1:
+        if backend != "interpreter":
+            raise ValueError(f"{module.name} runs on {device_count(module)} devices; only the interpreter simulates "
+                             "several devices so far (backend='interpreter'); the CPU backend runs one")
+        return run_global(module, list(args))
     executable = compile_module(module, backend)
     outputs = executable.execute(list(args))
     dumper = executable.dumper

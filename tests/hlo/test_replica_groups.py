@@ -61,8 +61,9 @@ def test_xlas_mesh_form_parses_prints_back_and_verifies() -> None:
     printed = module.to_text()
     assert "replica_groups=mesh['axis_0'=2,'axis_1'=2] {'axis_1'}, use_global_device_ids=true" in printed
     assert parse_hlo(printed).to_text() == printed
-    (got,) = execute(module, [np.float32(3.0)], backend="interpreter")  # one device: the operand
-    assert got == np.float32(3.0)
+    # num_partitions=4: the replicated 3.0 on four devices, summed over groups of two
+    (got,) = execute(module, [np.float32(3.0)], backend="interpreter")
+    assert got == np.float32(6.0)
 
 
 def test_reduce_scatter_and_all_to_all_shapes() -> None:

@@ -20,6 +20,12 @@ Built-in targets: ``xla_teach.identity`` (returns its operand, or a tuple of its
 when there are several), ``xla_teach.print`` (prints its operands, returns the first), and
 XLA's own ``TopK``, which XLA CPU's optimized HLO uses for ``lax.top_k``. A target registered
 with ``needs_result_shape=True`` also receives ``result_shape=`` (``TopK`` reads k from it).
+
+The sharding annotations JAX writes into a module *before* it is partitioned -- ``Sharding``
+(``with_sharding_constraint`` and every sharded value: its ``sharding=`` attribute carries the
+sharding), and Shardy's ``xla.sdy.FuncResultSharding`` and ``xla.sdy.ShardingConstraint`` --
+change no value: run on one device, the module computes the global result, and these return
+their operand.
 """
 
 from __future__ import annotations
@@ -107,6 +113,10 @@ def registered_custom_call_targets() -> list[str]:
 @register_custom_call_target("xla_teach.identity")
 def _identity(*operands: Any) -> Any:
     return operands[0] if len(operands) == 1 else tuple(operands)
+
+
+for _annotation in ("Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.ShardingConstraint"):
+    register_custom_call_target(_annotation, _identity)
 
 
 @register_custom_call_target("xla_teach.print")

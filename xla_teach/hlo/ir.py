@@ -26,6 +26,7 @@ from xla_teach.hlo.attributes import OpMetadata
 from xla_teach.hlo.input_output_alias import HloInputOutputAliasConfig
 from xla_teach.hlo.opcodes import REQUIRED, AttrKind, op_info
 from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.sharding import HloSharding
 
 _ids = itertools.count()
 
@@ -80,7 +81,7 @@ class HloInstruction:
         self.metadata: OpMetadata | None = None
         self.frontend_attributes: dict[str, str] = {}
         self.backend_config: str = ""  # verbatim text after "backend_config=" ("" = none)
-        self.sharding: str = ""  # verbatim text after "sharding=" ("" = none)
+        self.sharding: HloSharding | None = None  # sharding={...} (hlo/sharding.py)
         self.raw_attrs: dict[str, str] = {}  # attributes xla_teach does not interpret
         self.control_predecessors: list[HloInstruction] = []
         self._operands: list[HloInstruction] = []

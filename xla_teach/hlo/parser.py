@@ -34,6 +34,7 @@ from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.lexer import Cursor, HloParseError
 from xla_teach.hlo.opcodes import OPCODES, AttrKind, op_info
 from xla_teach.hlo.shape import Layout, Shape
+from xla_teach.hlo.sharding import parse_sharding
 from xla_teach.hlo.types import PrimitiveType
 
 __all__ = ["HloParseError", "parse_hlo", "parse_shape"]
@@ -315,7 +316,7 @@ class _Parser:
             elif key == "backend_config":
                 instr.backend_config = value
             elif key == "sharding":
-                instr.sharding = value
+                instr.sharding = parse_sharding(value)
             elif key == "control-predecessors":
                 names = [n.strip().lstrip("%") for n in value.strip("{}").split(",") if n.strip()]
                 self.pending.control.append((instr, names, value_pos))

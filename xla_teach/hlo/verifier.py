@@ -353,12 +353,32 @@ def _attribute_problems(instr: HloInstruction) -> list[str]:
     return problems
 
 
+def _sharding_problems(instr: HloInstruction) -> list[str]:
+    """A sharding must fit the value: one per leaf of a tuple, one tile dimension per array
+    dimension (plus its subgroup dimensions)."""
+    sharding = instr.sharding
+    if sharding is None or sharding.kind in ("replicated", "manual", "unknown", "maximal"):
+        return []
+    leaves = instr.shape.leaf_shapes() if instr.shape.is_tuple else [instr.shape]
+    if sharding.is_tuple:
+        # XLA gives a tuple value one sharding per leaf; a custom-call may also give a tuple of one.
+        if len(sharding.elements) not in (len(leaves), 1) and instr.shape.is_tuple:
+            return [f"sharding {sharding} has {len(sharding.elements)} elements for {len(leaves)} tuple leaves"]
+        pairs = list(zip(sharding.elements, leaves, strict=False)) if instr.shape.is_tuple else []
+    else:
+        pairs = [(sharding, leaf) for leaf in leaves if leaf.is_array]
+    for element, leaf in pairs:
+        if element.kind == "tiled" and leaf.is_array and element.data_rank != leaf.rank:
+            return [f"sharding {element} splits {element.data_rank} dimension(s) of a rank-{leaf.rank} value"]
+    return []
+
+
 def instruction_problems(instr: HloInstruction) -> list[str]:
     """Problems of one instruction: arity, attributes, and declared vs inferred shape."""
     arity = instr.info.arity
     if arity is not None and instr.operand_count != arity:
         return [f"takes {arity} operand(s) but has {instr.operand_count}"]
-    problems = _attribute_problems(instr)
+    problems = _attribute_problems(instr) + _sharding_problems(instr)
     if problems:
         return problems  # inference would trip over the malformed attributes
     operand_shapes = [op.shape for op in instr.operands]

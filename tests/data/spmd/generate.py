@@ -1,5 +1,8 @@
 """Write XLA's per-device (SPMD-partitioned) optimized HLO of a few sharded JAX programs, with
-each device's input shards and XLA's output shards, for the multi-device interpreter's tests.
+each device's input shards and XLA's output shards, for the multi-device interpreter's tests;
+also the global inputs and outputs, each output's sharding (``out_sharding{i}``: XLA's optimized
+module does not print the root's), and the module JAX writes before partitioning
+(``<name>.before.txt``, with its ``sharding=`` attributes and Shardy custom calls).
 
     XLA_FLAGS=--xla_force_host_platform_device_count=4 .venv/bin/python tests/data/spmd/generate.py
 
@@ -39,9 +42,17 @@ def main() -> int:
     for name, (fn, args, specs) in programs.items():
         placed = [jax.device_put(a, NamedSharding(mesh, s)) for a, s in zip(args, specs, strict=True)]
         jitted = jax.jit(fn)
-        text = jitted.lower(*placed).compile().as_text()
+        lowered = jitted.lower(*placed)
+        compiled = lowered.compile()
+        text = compiled.as_text()
         outs = jax.tree_util.tree_leaves(jitted(*placed))
         arrays: dict[str, np.ndarray] = {}
+        for i, a in enumerate(args):
+            arrays[f"global_arg{i}"] = a
+        for i, (o, sharding) in enumerate(zip(outs, jax.tree_util.tree_leaves(compiled.output_shardings),
+                                              strict=True)):
+            arrays[f"global_out{i}"] = np.asarray(o)
+            arrays[f"out_sharding{i}"] = np.array(str(sharding._to_xla_hlo_sharding(o.ndim)))
         for d, device in enumerate(order):
             for i, a in enumerate(placed):
                 shard = next(s for s in a.addressable_shards if s.device == device)
@@ -50,6 +61,7 @@ def main() -> int:
                 shard = next(s for s in o.addressable_shards if s.device == device)
                 arrays[f"dev{d}_out{i}"] = np.asarray(shard.data)
         (out_dir / f"{name}.txt").write_text(text)
+        (out_dir / f"{name}.before.txt").write_text(lowered.as_text("hlo"))
         np.savez(out_dir / f"{name}.npz", **arrays)
         print("wrote", name)
     return 0

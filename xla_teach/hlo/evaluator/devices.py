@@ -17,6 +17,9 @@ from all of them -- in group order, so that every member gets the same bits::
     reduce-scatter  reduce, then keep this member's slice along the dimension
     all-to-all      split each operand into one piece per member; member j gets the j-th pieces
     collective-permute  receive the operand of the device whose pair targets this one (else zeros)
+
+:func:`run_global` takes and returns *global* arrays, as ``jax.jit`` does: the parameters'
+``sharding`` attributes split the arguments, and the outputs' shardings put the results back.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from xla_teach.hlo.replica_groups import expand_replica_groups
 
 if TYPE_CHECKING:
     from xla_teach.hlo.ir import HloInstruction, HloModule
+    from xla_teach.hlo.sharding import HloSharding
 
 WAIT_SECONDS = 60.0  # a device that never arrives (a deadlocked program) fails the run
 
@@ -121,3 +125,56 @@ def run_partitioned(module: HloModule, per_device_args: Sequence[Sequence[Any]])
     if first is not None:
         raise first
     return [r for r in results if r is not None]
+
+
+def device_count(module: HloModule) -> int:
+    """How many devices the module's header asks for (``num_partitions`` x ``num_replicas``)."""
+    header = module.header_attributes
+    return int(header.get("num_partitions", "1")) * int(header.get("num_replicas", "1"))
+
+
+def run_global(module: HloModule, args: Sequence[np.ndarray],
+               out_shardings: Sequence[HloSharding] | None = None) -> list[np.ndarray]:
+    """Run a per-device module on *global* arrays, as ``jax.jit`` does with sharded ones.
+
+    Each ENTRY parameter's ``sharding`` says which piece of the global argument every device
+    gets (none: all of it); the devices run (:func:`run_partitioned`), and each output is put
+    back together from the devices' pieces by its sharding: ``out_shardings`` (one per result
+    leaf) or the ROOT's own. XLA's optimized SPMD modules do not print the ROOT's sharding;
+    without one an output must be the same on every device, else this says so.
+    """
+    from xla_teach.hlo.sharding import HloSharding, ShardingError
+
+    n = device_count(module)
+    partitions = int(module.header_attributes.get("num_partitions", "1"))
+    params = module.entry.parameter_instructions
+    if len(args) != len(params):
+        raise ValueError(f"{module.name} takes {len(params)} arguments, got {len(args)}")
+    per_device: list[list[np.ndarray]] = [[] for _ in range(n)]
+    for param, arg in zip(params, args, strict=True):
+        sharding = param.sharding or HloSharding.replicate()
+        arg = np.asarray(arg)
+        for d in range(n):
+            piece = sharding.shard(arg, d % partitions)
+            if piece.shape != tuple(param.shape.dimensions):
+                raise ShardingError(f"parameter {param.parameter_number} ({param.name}): a global {arg.dtype}"
+                                    f"{list(arg.shape)} split by {sharding} gives device {d} a {list(piece.shape)}"
+                                    f" piece, but the per-device module takes {param.shape}")
+            per_device[d].append(piece)
+    results = run_partitioned(module, per_device)
+    if out_shardings is None:
+        root = module.entry.root_instruction.sharding
+        if root is not None:
+            out_shardings = list(root.elements) if root.is_tuple else [root]
+    outputs = []
+    for i in range(len(results[0])):
+        pieces = {d: results[d][i] for d in range(min(n, partitions))}
+        if out_shardings is not None:
+            outputs.append(out_shardings[i].assemble(pieces))
+            continue
+        first = pieces[0]
+        if any(not np.array_equal(p, first, equal_nan=True) for p in pieces.values()):
+            raise ShardingError(f"output {i} differs between devices and the module does not say how it is split "
+                                "(XLA's optimized modules do not print the ROOT's sharding): pass out_shardings")
+        outputs.append(first)
+    return outputs
