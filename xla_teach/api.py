@@ -93,25 +93,43 @@ def execute(module: HloModule | str, args: Sequence[Any], backend: str = DEFAULT
 
     A module for several devices (``num_partitions`` or ``num_replicas`` > 1 in its header: a
     per-device SPMD program) takes and returns *global* arrays, as ``jax.jit`` does: its
-    parameters' shardings split the arguments and the devices run it on the interpreter
+    parameters' shardings split the arguments, the devices run it -- simulated by the
+    interpreter, or on the CPU as one thread per device whose collectives meet in this process
+    -- and the outputs are put back together
     (:func:`~xla_teach.hlo.evaluator.devices.run_global`)."""
     if isinstance(module, str):
         from xla_teach.hlo.parser import parse_hlo
 
         module = parse_hlo(module)
-    from xla_teach.hlo.evaluator.devices import device_count, run_global
-
-    if isinstance(module, HloModule) and device_count(module) > 1:
-        if backend != "interpreter":
-            raise ValueError(f"{module.name} runs on {device_count(module)} devices; only the interpreter simulates "
-                             "several devices so far (backend='interpreter'); the CPU backend runs one")
-        return run_global(module, list(args))
+    if isinstance(module, HloModule) and module.device_count() > 1:
+        return _execute_on_devices(module, list(args), backend)
     executable = compile_module(module, backend)
     outputs = executable.execute(list(args))
     dumper = executable.dumper
     if dumper is not None and flags.get("xla_dump_hlo_snapshots"):
         dumper.snapshot(list(args), outputs)
     return outputs
+
+
+def _execute_on_devices(module: HloModule, args: list[Any], backend: str) -> list[np.ndarray]:
+    from xla_teach.hlo.evaluator.devices import run_devices, run_global
+
+    count = module.device_count()
+    if backend == "interpreter":
+        return run_global(module, args)
+    if backend != "cpu":
+        raise ValueError(f"{module.name} runs on {count} devices; the interpreter simulates several devices and the "
+                         f"CPU runs them as threads, but the {backend} backend runs one")
+    available = int(flags.get("xla_force_host_platform_device_count"))
+    if available and available < count:
+        raise ValueError(f"{module.name} runs on {count} devices, but --xla_force_host_platform_device_count="
+                         f"{available} gives the CPU platform {available}")
+    executable = compile_module(module, backend)
+
+    def run(per_device: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+        return run_devices(count, lambda device: executable.execute(per_device[device.index]))
+
+    return run_global(module, args, run=run)
 
 
 def _debug_print(level: int, executable: Any) -> None:

@@ -122,8 +122,8 @@ def test_every_module_of_a_real_xla_dump_runs_and_agrees(path):
 
 
 def test_a_partitioned_module_runs_on_simulated_devices(capsys) -> None:  # type: ignore[no-untyped-def]
-    """XLA's per-device output (num_partitions=4) runs on 4 simulated devices with the interpreter;
-    the CPU backend, which runs one device, says so plainly."""
+    """XLA's per-device output (num_partitions=4) runs on 4 simulated devices with the interpreter
+    and on 4 CPU devices; the GPU backend, which runs one device, says so plainly."""
     from pathlib import Path
 
     from xla_teach.tools.cli import main
@@ -132,8 +132,11 @@ def test_a_partitioned_module_runs_on_simulated_devices(capsys) -> None:  # type
     assert main(["run-hlo-module", spmd, "--platform=interpreter"]) == 0
     printed = capsys.readouterr().out
     assert "ran on 4 simulated devices" in printed and printed.count("device ") == 4
-    assert main(["run-hlo-module", spmd]) != 0
-    assert "only the interpreter simulates several devices" in capsys.readouterr().err
+    assert main(["run-hlo-module", spmd]) == 0
+    printed = capsys.readouterr().out
+    assert "ran on 4 CPU devices" in printed and printed.count("device ") == 4
+    assert main(["run-hlo-module", spmd, "--platform=gpu"]) != 0
+    assert "the CPU runs them as threads" in capsys.readouterr().err
 
 
 def test_replay_runs_a_partitioned_module_on_simulated_devices(capsys) -> None:  # type: ignore[no-untyped-def]
@@ -147,4 +150,9 @@ def test_replay_runs_a_partitioned_module_on_simulated_devices(capsys) -> None: 
     printed = capsys.readouterr().out
     means = {line.split("=", 1)[1] for line in printed.splitlines() if line.strip().startswith("out0 =")}
     assert "ran on 4 simulated devices" in printed and len(means) == 1
-    assert main(["replay", spmd]) != 0
+    assert main(["replay", spmd]) == 0  # the CPU: four threads
+    printed = capsys.readouterr().out
+    cpu_means = {line.split("=", 1)[1] for line in printed.splitlines() if line.strip().startswith("out0 =")}
+    assert "ran on 4 CPU devices" in printed and len(cpu_means) == 1  # the same on every device
+    cpu, interpreter = (float(next(iter(m)).split()[-1]) for m in (cpu_means, means))
+    assert cpu == pytest.approx(interpreter, rel=1e-5)  # the reductions before the all-reduce round differently

@@ -496,6 +496,11 @@ class HloModule:
         for comp in self.computations:
             yield from comp.instructions
 
+    def device_count(self) -> int:
+        """How many devices the header asks for: ``num_partitions`` x ``num_replicas``."""
+        header = self.header_attributes
+        return int(header.get("num_partitions", "1")) * int(header.get("num_replicas", "1"))
+
     def instruction_count(self) -> int:
         return sum(len(c.instructions) for c in self.computations)
 

@@ -261,6 +261,12 @@ def op_info(opcode: str) -> OpInfo:
         raise ValueError(f"unknown HLO opcode '{opcode}'{hint}") from None
 
 
+# Ops that meet the other devices of a multi-device program (a backend runs them on the host,
+# with the other devices, when the module's header asks for several).
+CROSS_DEVICE_OPCODES = frozenset({"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
+                                  "partition-id", "replica-id"})
+
+
 def is_elementwise(opcode: str) -> bool:
     """True for ops computing out[i] from operands[i] only (includes compare/select/convert).
 

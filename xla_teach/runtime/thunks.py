@@ -35,6 +35,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from xla_teach.hlo.ir import HloInstruction
+from xla_teach.hlo.opcodes import CROSS_DEVICE_OPCODES
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, BufferSlice
 from xla_teach.runtime.buffers import RunBuffers
@@ -200,6 +201,34 @@ class HostCallThunk(Thunk):
         return [leaf for v, s in zip(value, shape.tuple_shapes, strict=True) for leaf in self._flatten(v, s)]
 
 
+@dataclass(eq=False)
+class CollectiveThunk(Thunk):
+    """A collective (or ``partition-id``/``replica-id``) of a module that runs on several
+    devices, each device a thread of this process (``run_devices``): the operands are copied out
+    of this device's buffers and meet the other devices' at the rendezvous, and the result is
+    what the interpreter's collective computes from them -- the same combination in group order,
+    so every backend gives the interpreter's bits. On one device it returns its operand."""
+
+    name: str
+    instruction: HloInstruction
+    operands: list[tuple[BufferSlice, Shape]]
+    results: list[tuple[int, Shape]]
+    kind: str = "collective"
+
+    def run(self, buffers: RunValues) -> None:
+        from xla_teach.hlo.evaluator.core import HloEvaluator
+        from xla_teach.hlo.evaluator.devices import current_device
+
+        # host_array copies: another device reads them after this one has moved on and reused its buffers.
+        values = [buffers.host_array(s, shape) for s, shape in self.operands]
+        evaluator = HloEvaluator()
+        evaluator.device = current_device()
+        out = evaluator.execute(self.instruction, values)
+        leaves = list(out) if isinstance(out, tuple) else [out]
+        for value, (alloc, shape) in zip(leaves, self.results, strict=True):
+            buffers.bind_host(alloc, np.asarray(value).astype(shape.dtype, copy=False), shape)
+
+
 def _nest(leaves: Iterator[np.ndarray], shape: Shape) -> object:
     """The next value of ``shape`` from a stream of array leaves (tuples rebuilt)."""
     if shape.is_tuple:
@@ -322,6 +351,8 @@ def host_thunk(instr: HloInstruction, assignment: BufferAssignment,
         return ConditionalThunk(instr.name, (assignment.slice(instr.operand(0)), instr.operand(0).shape),
                                 [sequence(c.name) for c in branches],
                                 [leaves(instr.operand(i + 1)) for i in range(len(branches))], results)
+    if instr.opcode in CROSS_DEVICE_OPCODES:
+        return CollectiveThunk(instr.name, instr, [x for op in instr.operands for x in leaves(op)], results)
     if instr.opcode != "custom-call":
         raise ValueError(f"{instr.name}: {instr.opcode} does not run on the host")
     target = str(instr.attrs["custom_call_target"])

@@ -96,8 +96,9 @@ def add_devices(parser: argparse.ArgumentParser) -> None:
 
 
 def run_if_several_devices(a: argparse.Namespace, module: object, print_literals: bool) -> bool:
-    """Run ``module`` on simulated devices when it (or --num_partitions/--num_replicas) asks for
-    more than one; True if it did. Only the interpreter simulates devices: say so otherwise."""
+    """Run ``module`` on several devices when it (or --num_partitions/--num_replicas) asks for
+    more than one; True if it did. The interpreter simulates them and the CPU runs one thread
+    per device; the GPU runs one: say so."""
     from xla_teach.tools.run_hlo_module import run_on_devices
     from xla_teach.tools.tool_support import ToolError, normalize_platform
 
@@ -106,10 +107,12 @@ def run_if_several_devices(a: argparse.Namespace, module: object, print_literals
                   a.num_replicas or int(header.get("num_replicas", "1")))
     if devices <= 1:
         return False
-    if normalize_platform(a.platform) != "interpreter":
-        raise ToolError(f"this module runs on {devices} devices; only the interpreter simulates several "
-                        "devices so far (--platform=interpreter); the CPU backend runs one")
-    run_on_devices(module, devices, seed=a.seed, print_literals=print_literals)  # type: ignore[arg-type]
+    platform = normalize_platform(a.platform)
+    if platform not in ("interpreter", "cpu"):
+        raise ToolError(f"this module runs on {devices} devices; the interpreter simulates several devices and "
+                        f"the CPU runs them as threads (--platform=interpreter or cpu); {platform} runs one")
+    run_on_devices(module, devices, seed=a.seed, print_literals=print_literals,  # type: ignore[arg-type]
+                   platform=platform)
     return True
 
 

@@ -136,15 +136,23 @@ def print_report(report: RunHloModuleReport, print_literals: bool = False, out: 
 
 
 def run_on_devices(module: HloModule, devices: int, seed: int = 0, print_literals: bool = False,
-                   out: TextIO | None = None) -> list[list[np.ndarray]]:
-    """Run a per-device module on ``devices`` simulated devices (the interpreter), each with fake
-    inputs of its own (seed + device), and print every device's results."""
-    from xla_teach.hlo.evaluator.devices import run_partitioned
+                   out: TextIO | None = None, platform: str = "interpreter") -> list[list[np.ndarray]]:
+    """Run a per-device module on ``devices`` devices -- simulated by the interpreter, or CPU
+    devices (one thread each) -- each with fake inputs of its own (seed + device), and print
+    every device's results."""
+    from xla_teach.hlo.evaluator.devices import run_devices, run_partitioned
 
     out = out or sys.stdout
     args = [fake_arguments(module, seed=seed + d) for d in range(devices)]
-    results = run_partitioned(module, args)
-    print(f"** {module.name} ran on {devices} simulated devices (interpreter). **", file=out)
+    if platform == "cpu":
+        from xla_teach.api import compile_module
+
+        executable = compile_module(module, "cpu")
+        results = run_devices(devices, lambda device: executable.execute(args[device.index]))
+        print(f"** {module.name} ran on {devices} CPU devices (one thread each). **", file=out)
+    else:
+        results = run_partitioned(module, args)
+        print(f"** {module.name} ran on {devices} simulated devices (interpreter). **", file=out)
     for d, outputs in enumerate(results):
         shapes = ", ".join(f"{o.dtype}{list(o.shape)}" for o in outputs)
         print(f"device {d}: {shapes}", file=out)

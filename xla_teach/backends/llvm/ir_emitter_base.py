@@ -7,6 +7,9 @@ runtime must do:
 * nothing -- ``parameter``, ``constant``, ``tuple``, ``get-tuple-element``, ``bitcast``,
   ``opt-barrier`` only name buffers that already exist;
 * a host step -- ``while``, ``conditional``, ``call`` (nested sequences) and ``custom-call``;
+  in a module for several devices also the collectives and ``partition-id``/``replica-id``,
+  which the runtime's host thunks compute with the other devices (on one device they are
+  kernels: a collective among one device returns its operand);
 * a kernel -- one LLVM function per fusion or unfused op, named after it, which the backend's
   emitter writes (:meth:`IrEmitterBase.emit_kernel`).
 
@@ -24,6 +27,7 @@ from llvmlite import ir
 from xla_teach.backends.llvm.kernel_support import llvm_name
 from xla_teach.backends.llvm.kernels.rng import RNG_STATE_GLOBAL
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.hlo.opcodes import CROSS_DEVICE_OPCODES
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, ModuleBufferAssignment
 
 NO_THUNK = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "opt-barrier", "after-all"}
@@ -54,6 +58,7 @@ class IrEmitterBase:
         self.comments: dict[str, str] = {}
         self.sequences: dict[str, SequencePlan] = {}
         self._names: set[str] = set()
+        self.several_devices = module.device_count() > 1
 
     def emit_all(self) -> dict[str, SequencePlan]:
         for name, assignment in self.assignments.computations.items():
@@ -68,7 +73,7 @@ class IrEmitterBase:
         for instr in assignment.order:
             if instr.opcode in NO_THUNK:
                 continue
-            if instr.opcode in HOST_CONTROL:
+            if instr.opcode in HOST_CONTROL or (self.several_devices and instr.opcode in CROSS_DEVICE_OPCODES):
                 plan.steps.append(HostPlan(instr))
                 continue
             plan.steps.append(self.emit_kernel(instr, assignment))

@@ -25,7 +25,7 @@ from all of them -- in group order, so that every member gets the same bits::
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,7 @@ class Rendezvous:
         self.devices = devices
         self._cond = threading.Condition()
         self._deposits: dict[tuple[int, int, int], dict[int, Any]] = {}
+        self._collected: dict[tuple[int, int, int], int] = {}  # members that took a meeting's values
         self.failed: BaseException | None = None
 
     def exchange(self, key: tuple[int, int], group: list[int], device: int, value: Any) -> dict[int, Any]:
@@ -63,7 +64,11 @@ class Rendezvous:
             if not arrived:
                 missing = sorted(set(group) - set(self._deposits[meeting]))
                 raise RuntimeError(f"devices {missing} never reached this collective (a deadlock?)")
-            return dict(self._deposits[meeting])
+            values = dict(self._deposits[meeting])
+            self._collected[meeting] = self._collected.get(meeting, 0) + 1
+            if self._collected[meeting] == len(group):  # the last member forgets the meeting
+                del self._deposits[meeting], self._collected[meeting]
+            return values
 
     def fail(self, error: BaseException) -> None:
         with self._cond:
@@ -96,26 +101,34 @@ class DeviceContext:
         return self.rendezvous.exchange((instr.unique_id, run), group, self.index, value)
 
 
-def run_partitioned(module: HloModule, per_device_args: Sequence[Sequence[Any]]) -> list[list[np.ndarray]]:
-    """Run ``module`` (a per-device program) on ``len(per_device_args)`` simulated devices, device
-    ``i`` on ``per_device_args[i]``; returns each device's result leaves."""
-    from xla_teach.hlo.evaluator.core import HloEvaluator
+_current = threading.local()
 
-    n = len(per_device_args)
-    rendezvous = Rendezvous(n)
-    results: list[list[np.ndarray] | None] = [None] * n
-    errors: list[BaseException | None] = [None] * n
+
+def current_device() -> DeviceContext | None:
+    """The simulated device this thread runs (None outside :func:`run_devices`)."""
+    return getattr(_current, "device", None)
+
+
+def run_devices(count: int, run_one: Callable[[DeviceContext], list[np.ndarray]]) -> list[list[np.ndarray]]:
+    """Run ``run_one(device)`` for ``count`` devices sharing one rendezvous, one thread each (the
+    thread's :func:`current_device` is its device); returns each device's results. A device that
+    fails wakes the others, and the first real error is raised."""
+    rendezvous = Rendezvous(count)
+    results: list[list[np.ndarray] | None] = [None] * count
+    errors: list[BaseException | None] = [None] * count
 
     def run(i: int) -> None:
-        evaluator = HloEvaluator()
-        evaluator.device = DeviceContext(i, rendezvous)
+        device = DeviceContext(i, rendezvous)
+        _current.device = device
         try:
-            results[i] = evaluator.evaluate_module(module, list(per_device_args[i]))
+            results[i] = run_one(device)
         except BaseException as error:  # noqa: BLE001 - reported below, and wakes the others
             errors[i] = error
             rendezvous.fail(error)
+        finally:
+            _current.device = None
 
-    threads = [threading.Thread(target=run, args=(i,), name=f"xla_teach-device-{i}") for i in range(n)]
+    threads = [threading.Thread(target=run, args=(i,), name=f"xla_teach-device-{i}") for i in range(count)]
     for t in threads:
         t.start()
     for t in threads:
@@ -127,25 +140,33 @@ def run_partitioned(module: HloModule, per_device_args: Sequence[Sequence[Any]])
     return [r for r in results if r is not None]
 
 
-def device_count(module: HloModule) -> int:
-    """How many devices the module's header asks for (``num_partitions`` x ``num_replicas``)."""
-    header = module.header_attributes
-    return int(header.get("num_partitions", "1")) * int(header.get("num_replicas", "1"))
+def run_partitioned(module: HloModule, per_device_args: Sequence[Sequence[Any]]) -> list[list[np.ndarray]]:
+    """Run ``module`` (a per-device program) on ``len(per_device_args)`` simulated devices, device
+    ``i`` on ``per_device_args[i]``; returns each device's result leaves."""
+    from xla_teach.hlo.evaluator.core import HloEvaluator
+
+    def run_one(device: DeviceContext) -> list[np.ndarray]:
+        evaluator = HloEvaluator()
+        evaluator.device = device
+        return evaluator.evaluate_module(module, list(per_device_args[device.index]))
+
+    return run_devices(len(per_device_args), run_one)
 
 
-def run_global(module: HloModule, args: Sequence[np.ndarray],
-               out_shardings: Sequence[HloSharding] | None = None) -> list[np.ndarray]:
+def run_global(module: HloModule, args: Sequence[np.ndarray], out_shardings: Sequence[HloSharding] | None = None,
+               run: Callable[[list[list[np.ndarray]]], list[list[np.ndarray]]] | None = None) -> list[np.ndarray]:
     """Run a per-device module on *global* arrays, as ``jax.jit`` does with sharded ones.
 
     Each ENTRY parameter's ``sharding`` says which piece of the global argument every device
     gets (none: all of it); the devices run (:func:`run_partitioned`), and each output is put
     back together from the devices' pieces by its sharding: ``out_shardings`` (one per result
     leaf) or the ROOT's own. XLA's optimized SPMD modules do not print the ROOT's sharding;
-    without one an output must be the same on every device, else this says so.
+    without one an output must be the same on every device, else this says so. ``run`` runs the
+    devices on their pieces (default: the interpreter, :func:`run_partitioned`).
     """
     from xla_teach.hlo.sharding import HloSharding, ShardingError
 
-    n = device_count(module)
+    n = module.device_count()
     partitions = int(module.header_attributes.get("num_partitions", "1"))
     params = module.entry.parameter_instructions
     if len(args) != len(params):
@@ -161,7 +182,7 @@ def run_global(module: HloModule, args: Sequence[np.ndarray],
                                     f"{list(arg.shape)} split by {sharding} gives device {d} a {list(piece.shape)}"
                                     f" piece, but the per-device module takes {param.shape}")
             per_device[d].append(piece)
-    results = run_partitioned(module, per_device)
+    results = run(per_device) if run is not None else run_partitioned(module, per_device)
     if out_shardings is None:
         root = module.entry.root_instruction.sharding
         if root is not None:

@@ -10,7 +10,8 @@ first grouped into **buffers** (alias classes). Then, following the schedule:
   ``input_output_alias`` donates a parameter for a result, in that parameter's
   allocation (see :mod:`~xla_teach.passes.scheduling.output_aliasing`);
 * control-flow results (``while``, ``conditional``, ``call``) and host
-  ``custom-call`` results are bound at run time (*external*);
+  ``custom-call`` results are bound at run time (*external*), and so are the collectives of a
+  module that runs on several devices (the other devices' values arrive at run time);
 * an instruction may write its result **in place** into an operand buffer that
   dies at that instruction (elementwise fusions reading it at the same index,
   ``dynamic-update-slice`` into its first operand);
@@ -29,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.hlo.opcodes import is_elementwise
+from xla_teach.hlo.opcodes import CROSS_DEVICE_OPCODES, is_elementwise
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.scheduling.heap_simulator import BufferBlock, pack_blocks, peak_live_bytes
 from xla_teach.passes.scheduling.output_aliasing import OutputAlias, decide_output_aliases
@@ -247,10 +248,12 @@ def assign_buffers(comp: HloComputation, loop_body: bool = False) -> BufferAssig
 
     # 3. Classify, and let instructions reuse dying operand buffers in place.
     kind_of: dict[int, str] = {}
+    module = comp.parent
+    external = _EXTERNAL | (CROSS_DEVICE_OPCODES if module is not None and module.device_count() > 1 else set())
     for v in ba.values:
         op = v.instruction.opcode
         kind_of[v.id] = ("parameter" if op == "parameter" else "constant" if op == "constant"
-                         else "external" if op in _EXTERNAL else "temp")
+                         else "external" if op in external else "temp")
     for v in root_values:
         if kind_of[v.id] == "temp":
             kind_of[v.id] = "output"
