@@ -27,6 +27,6 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[test]"
+.venv/bin/python -m pip install -q -e ".[test,mpi]"
 touch .venv/.installed-stamp
 echo "[bootstrap] ready: $(.venv/bin/python --version), $(command -v dot || echo 'no dot')"

@@ -112,9 +112,12 @@ def execute(module: HloModule | str, args: Sequence[Any], backend: str = DEFAULT
 
 
 def _execute_on_devices(module: HloModule, args: list[Any], backend: str) -> list[np.ndarray]:
+    from xla_teach import distributed
     from xla_teach.hlo.evaluator.devices import run_devices, run_global
 
     count = module.device_count()
+    if distributed.process_count() > 1:
+        return _execute_over_mpi(module, args, backend)
     if backend == "interpreter":
         return run_global(module, args)
     if backend != "cpu":
@@ -130,6 +133,32 @@ def _execute_on_devices(module: HloModule, args: list[Any], backend: str) -> lis
         return run_devices(count, lambda device: executable.execute(per_device[device.index]))
 
     return run_global(module, args, run=run)
+
+
+def _execute_over_mpi(module: HloModule, args: list[Any], backend: str) -> list[np.ndarray]:
+    """This process runs its own device of ``module`` (``distributed.initialize()`` was called)."""
+    from xla_teach import distributed
+    from xla_teach.hlo.evaluator.core import HloEvaluator
+    from xla_teach.hlo.evaluator.devices import run_global
+
+    count, processes = module.device_count(), distributed.process_count()
+    if processes != count:
+        raise distributed.DistributedError(f"{module.name} runs on {count} devices, but mpiexec started {processes} "
+                                           "processes (one per device)")
+    if backend == "interpreter":
+        def one(device: Any, pieces: list[np.ndarray]) -> list[np.ndarray]:
+            evaluator = HloEvaluator()
+            evaluator.device = device
+            return evaluator.evaluate_module(module, pieces)
+    elif backend == "cpu":
+        executable = compile_module(module, backend)
+
+        def one(device: Any, pieces: list[np.ndarray]) -> list[np.ndarray]:
+            return executable.execute(pieces)
+    else:
+        raise ValueError(f"{module.name}: over MPI each process runs the interpreter or the CPU, not {backend}")
+    return run_global(module, args, run=lambda per_device: distributed.run_here(
+        lambda device: one(device, per_device[device.index])))
 
 
 def _debug_print(level: int, executable: Any) -> None:

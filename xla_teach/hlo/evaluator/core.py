@@ -26,6 +26,7 @@ import numpy as np
 
 from xla_teach.hlo.evaluator.arguments import check_arguments
 from xla_teach.hlo.evaluator.denormals import atan2_of_denormals, computes, flush_value, reads_denormals
+from xla_teach.hlo.evaluator.devices import current_device
 from xla_teach.hlo.evaluator.fast_paths import ScalarOpPattern, SortKey, match_scalar_computation, match_sort_comparator
 from xla_teach.hlo.evaluator.registry import HANDLERS, EvaluationError, Token, Value, flatten_value
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
@@ -50,7 +51,8 @@ class HloEvaluator:
                  flush_denormals: bool = True) -> None:
         self.use_fast_paths = use_fast_paths
         self.flush_denormals = flush_denormals
-        self.device: Any = None  # a devices.DeviceContext when simulating several devices
+        # a devices.DeviceContext when running one of several devices: the thread's, if it runs one
+        self.device: Any = current_device()
         self.trace = trace
         self.rng_key = rng_seed  # Philox key and counter of the legacy `rng` op (see random.py)
         self.rng_counter = 0

@@ -25,7 +25,8 @@ from all of them -- in group order, so that every member gets the same bits::
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,12 +48,13 @@ class Rendezvous:
     def __init__(self, devices: int) -> None:
         self.devices = devices
         self._cond = threading.Condition()
-        self._deposits: dict[tuple[int, int, int], dict[int, Any]] = {}
-        self._collected: dict[tuple[int, int, int], int] = {}  # members that took a meeting's values
+        self._deposits: dict[tuple[str, int, int], dict[int, Any]] = {}
+        self._collected: dict[tuple[str, int, int], int] = {}  # members that took a meeting's values
         self.failed: BaseException | None = None
 
-    def exchange(self, key: tuple[int, int], group: list[int], device: int, value: Any) -> dict[int, Any]:
-        """Deposit ``value``; return every group member's, once all have deposited."""
+    def exchange(self, key: tuple[str, int], group: list[int], device: int, value: Any) -> dict[int, Any]:
+        """Deposit ``value``; return every group member's, once all have deposited. ``key`` is
+        the collective's name and how many times this device has run it."""
         meeting = (*key, min(group))
         with self._cond:
             self._deposits.setdefault(meeting, {})[device] = value
@@ -82,7 +84,7 @@ class DeviceContext:
     """One simulated device: its index and the rendezvous it shares with the others."""
 
     index: int
-    rendezvous: Rendezvous
+    rendezvous: Any  # a Rendezvous, or distributed.MpiRendezvous: exchange(key, group, device, value), fail(error)
     _runs: dict[int, int] = field(default_factory=dict)
 
     @property
@@ -98,7 +100,7 @@ class DeviceContext:
     def exchange(self, instr: HloInstruction, group: list[int], value: Any) -> dict[int, Any]:
         run = self._runs.get(instr.unique_id, 0)
         self._runs[instr.unique_id] = run + 1
-        return self.rendezvous.exchange((instr.unique_id, run), group, self.index, value)
+        return self.rendezvous.exchange((instr.name, run), group, self.index, value)
 
 
 _current = threading.local()
@@ -107,6 +109,17 @@ _current = threading.local()
 def current_device() -> DeviceContext | None:
     """The simulated device this thread runs (None outside :func:`run_devices`)."""
     return getattr(_current, "device", None)
+
+
+@contextmanager
+def as_device(device: DeviceContext) -> Iterator[None]:
+    """This thread runs ``device`` inside the ``with`` block (what :func:`current_device` returns)."""
+    previous = current_device()
+    _current.device = device
+    try:
+        yield
+    finally:
+        _current.device = previous
 
 
 def run_devices(count: int, run_one: Callable[[DeviceContext], list[np.ndarray]]) -> list[list[np.ndarray]]:
@@ -119,14 +132,12 @@ def run_devices(count: int, run_one: Callable[[DeviceContext], list[np.ndarray]]
 
     def run(i: int) -> None:
         device = DeviceContext(i, rendezvous)
-        _current.device = device
         try:
-            results[i] = run_one(device)
+            with as_device(device):
+                results[i] = run_one(device)
         except BaseException as error:  # noqa: BLE001 - reported below, and wakes the others
             errors[i] = error
             rendezvous.fail(error)
-        finally:
-            _current.device = None
 
     threads = [threading.Thread(target=run, args=(i,), name=f"xla_teach-device-{i}") for i in range(count)]
     for t in threads:

@@ -1,0 +1,70 @@
+"""Across processes over MPI (xla_teach/distributed.py): ``mpiexec -n 4`` processes, one device
+each, give the interpreter's simulated devices' results for every collective, and XLA's for its
+data-parallel SPMD module on global arrays; a host file places them; a failing process stops the
+others; a missing MPI is stated plainly."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.hlo.test_multi_device_interpreter import COLLECTIVES
+from xla_teach.hlo.evaluator.devices import run_partitioned
+from xla_teach.hlo.parser import parse_hlo
+
+pytest.importorskip("mpi4py", reason="MPI is not installed (pip install -e '.[mpi]')")
+MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+PROGRAM = Path(__file__).parent / "mpi_program.py"
+DATA = Path(__file__).parents[1] / "data" / "spmd"
+pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec (pip install -e '.[mpi]' brings MPICH's)")
+
+
+def _mpiexec(*args: str, launcher: tuple[str, ...] = ("-n", "4"), timeout: float = 120) -> subprocess.CompletedProcess:
+    assert MPIEXEC is not None
+    return subprocess.run([MPIEXEC, *launcher, sys.executable, str(PROGRAM), *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=Path(__file__).parents[2])
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpreter"])
+def test_every_collective_on_four_processes(backend: str, tmp_path: Path) -> None:
+    out = tmp_path / "out.npz"
+    run = _mpiexec("collectives", backend, str(out))
+    assert run.returncode == 0, run.stderr
+    got = np.load(out)
+    xs = [np.arange(8, dtype=np.float32).reshape(4, 2) + 100 * d for d in range(4)]
+    want = run_partitioned(parse_hlo(COLLECTIVES), [[x] for x in xs])
+    for d, leaves in enumerate(want):
+        for i, w in enumerate(leaves):
+            np.testing.assert_array_equal(got[f"dev{d}_out{i}"], w)
+
+
+def test_xlas_data_parallel_module_on_four_processes_from_a_host_file(tmp_path: Path) -> None:
+    """Global arrays in, global result out, on every process; the processes placed by MPICH's
+    host file (one line per machine, name:slots -- here this machine)."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost:4\n")
+    out = tmp_path / "out.npz"
+    run = _mpiexec("global", "cpu", str(out), launcher=("-f", str(hosts), "-n", "4"))
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_allclose(np.load(out)["arr_0"], np.load(DATA / "data_parallel.npz")["global_out0"], rtol=1e-5)
+
+
+def test_a_failing_process_stops_the_others(tmp_path: Path) -> None:
+    run = _mpiexec("fail", "cpu", str(tmp_path / "out.npz"), timeout=120)
+    assert run.returncode != 0
+    assert "parameter 0" in run.stderr  # the failing process's own error, printed before MPI_Abort
+    assert not (tmp_path / "out.npz").exists()
+
+
+def test_missing_mpi_is_stated_plainly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from xla_teach import distributed
+
+    monkeypatch.setitem(sys.modules, "mpi4py", None)
+    monkeypatch.setattr(distributed, "_state", {})
+    with pytest.raises(distributed.DistributedError, match=r"MPI is not installed: pip install 'xla_teach\[mpi\]'"):
+        distributed.initialize()
