@@ -194,15 +194,19 @@ def run_global(module: HloModule, args: Sequence[np.ndarray], out_shardings: Seq
                                     f" piece, but the per-device module takes {param.shape}")
             per_device[d].append(piece)
     results = run(per_device) if run is not None else run_partitioned(module, per_device)
-    if out_shardings is None:
-        root = module.entry.root_instruction.sharding
-        if root is not None:
-            out_shardings = list(root.elements) if root.is_tuple else [root]
+    root_instr = module.entry.root_instruction
+    if out_shardings is None and root_instr.sharding is not None:
+        root = root_instr.sharding
+        out_shardings = list(root.elements) if root.is_tuple else [root]
+    # xla_teach's partitioner names the whole results' shapes when their pieces are padded
+    global_shapes = root_instr.frontend_attributes.get("xla_teach.global_shapes", "")
+    out_dims = [tuple(int(d) for d in text.split("[", 1)[1].rstrip("]").split(",") if d)
+                for text in global_shapes.split(";")] if global_shapes else None
     outputs = []
     for i in range(len(results[0])):
         pieces = {d: results[d][i] for d in range(min(n, partitions))}
         if out_shardings is not None:
-            outputs.append(out_shardings[i].assemble(pieces))
+            outputs.append(out_shardings[i].assemble(pieces, out_dims[i] if out_dims else None))
             continue
         first = pieces[0]
         if any(not np.array_equal(p, first, equal_nan=True) for p in pieces.values()):

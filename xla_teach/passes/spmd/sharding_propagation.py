@@ -1,0 +1,146 @@
+"""Sharding propagation: give every instruction of the ENTRY computation a sharding.
+
+JAX writes shardings on the parameters, on the results and wherever the user asked
+(``with_sharding_constraint`` becomes a ``Sharding`` custom call); XLA's ``ShardingPropagation``
+spreads them to every other instruction before the SPMD partitioner rewrites the program. This
+one walks the computation forward, in dataflow order, one rule per kind of instruction:
+
+* an instruction that carries ``sharding=`` keeps it (the ``Sharding`` custom call, parameters);
+* elementwise ops take the sharding of their first tiled operand (the others are resharded to
+  it), so ``tanh(x)`` is split the way ``x`` is; so do a ``reshape`` or ``copy`` that keeps the shape;
+* ``transpose`` permutes the tile dimensions with the data dimensions;
+* ``dot`` of ``[m, k] x [k, n]``: rows split and the right side whole -> the result's rows are
+  split the same way (data parallelism); both split along ``k`` alike -> each device has a
+  partial sum, and the result is replicated after an ``all-reduce``;
+* ``reduce``: the kept dimensions stay split as they were; split reduced dimensions become
+  replication (their devices hold partial results that an ``all-reduce`` combines);
+* ``tuple``/``get-tuple-element`` pass shardings through; everything else is replicated.
+
+XLA's propagation also runs backwards (from users to operands) and weighs alternatives by cost;
+this one does not: an instruction without a rule is computed whole on every device.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from xla_teach.hlo.ir import HloComputation, HloInstruction
+from xla_teach.hlo.opcodes import is_elementwise
+from xla_teach.hlo.sharding import HloSharding
+
+REPLICATED = HloSharding.replicate()
+ANNOTATIONS = ("Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.ShardingConstraint")
+
+
+def tiled(sharding: HloSharding) -> bool:
+    """Splits some dimension of its value (not just replication)."""
+    return sharding.kind == "tiled" and math.prod(sharding.data_tile_dims) > 1
+
+
+def with_assignment(assignment: np.ndarray, data_rank: int) -> HloSharding:
+    """A tiled sharding from a tile assignment array whose first ``data_rank`` dimensions split
+    the data (the rest, merged into one, replicate it); replicated when nothing is split."""
+    data_dims = tuple(int(d) for d in assignment.shape[:data_rank])
+    replicas = int(np.prod(assignment.shape[data_rank:], dtype=np.int64))
+    if math.prod(data_dims) == 1:
+        return REPLICATED
+    dims = data_dims + ((replicas,) if replicas > 1 else ())
+    return HloSharding("tiled", dims, device_list=tuple(int(d) for d in assignment.reshape(-1)),
+                       last_tile_dim_replicate=replicas > 1)
+
+
+def data_assignment(sharding: HloSharding) -> np.ndarray:
+    """The tile assignment with every subgroup dimension merged into one trailing dimension."""
+    assignment = sharding.tile_assignment()
+    return assignment.reshape(*sharding.data_tile_dims, -1)
+
+
+def propagate(comp: HloComputation) -> dict[int, HloSharding]:
+    """Every instruction's sharding (by ``unique_id``), walking ``comp`` in dataflow order."""
+    shardings: dict[int, HloSharding] = {}
+    for instr in comp.post_order():
+        shardings[instr.unique_id] = _rule(instr, shardings)
+    return shardings
+
+
+def _rule(instr: HloInstruction, known: dict[int, HloSharding]) -> HloSharding:
+    annotated = instr.sharding is not None and not (instr.opcode == "custom-call" and
+                                                    instr.attrs.get("custom_call_target") != "Sharding")
+    if annotated:
+        assert instr.sharding is not None
+        return instr.sharding
+    return natural_sharding(instr, lambda op: known[op.unique_id])
+
+
+def natural_sharding(instr: HloInstruction, of: Callable[[HloInstruction], HloSharding]) -> HloSharding:
+    """The sharding ``instr``'s rule gives from its operands' shardings ``of(operand)``."""
+    op = instr.opcode
+    if op == "parameter":
+        return REPLICATED
+    if op == "custom-call" and instr.attrs.get("custom_call_target") in ANNOTATIONS:
+        return of(instr.operand(0))
+    if op == "tuple":
+        return HloSharding("tuple", elements=tuple(of(o) for o in instr.operands))
+    if op == "get-tuple-element":
+        parent = of(instr.operand(0))
+        return parent.elements[instr.tuple_index] if parent.is_tuple else REPLICATED
+    if instr.shape.is_tuple or not instr.shape.is_array:
+        return REPLICATED
+    if is_elementwise(op) or (op in ("reshape", "bitcast", "copy") and
+                              tuple(instr.shape.dimensions) == tuple(instr.operand(0).shape.dimensions)):
+        for operand in instr.operands:
+            s = of(operand)
+            if tiled(s) and operand.shape.rank == instr.shape.rank:
+                return s
+        return REPLICATED
+    if op == "transpose":
+        s = of(instr.operand(0))
+        if not tiled(s):
+            return REPLICATED
+        perm = list(instr.dimensions)
+        assignment = data_assignment(s)
+        return with_assignment(assignment.transpose(perm + [len(perm)]), len(perm))
+    if op == "dot":
+        return dot_plan(instr, of(instr.operand(0)), of(instr.operand(1)))[1]
+    if op == "reduce" and instr.operand_count == 2:
+        return reduce_plan(instr, of(instr.operand(0)))[1]
+    return REPLICATED
+
+
+def dot_plan(dot: HloInstruction, lhs: HloSharding, rhs: HloSharding) -> tuple[str, HloSharding]:
+    """How a 2-D ``[m, k] x [k, n]`` dot runs: ``"rows"`` (lhs rows split, rhs whole: a local dot),
+    ``"contracting"`` (both split along k alike: local dots + all-reduce), else ``"replicated"``."""
+    lc, rc = dot.attrs.get("lhs_contracting_dims", ()), dot.attrs.get("rhs_contracting_dims", ())
+    if (dot.attrs.get("lhs_batch_dims") or dot.attrs.get("rhs_batch_dims") or dot.operand(0).shape.rank != 2
+            or dot.operand(1).shape.rank != 2 or tuple(lc) != (1,) or tuple(rc) != (0,)):
+        return "replicated", REPLICATED
+    if tiled(lhs) and lhs.data_tile_dims[1] == 1 and not tiled(rhs):
+        assignment = data_assignment(lhs)  # [m tiles, 1, replicas] -> result [m tiles, 1 (n), replicas]
+        return "rows", with_assignment(assignment, 2)
+    m, k = dot.operand(0).shape.dimensions
+    if (tiled(lhs) and tiled(rhs) and lhs.data_tile_dims == (1, lhs.data_tile_dims[1]) and
+            rhs.data_tile_dims == (lhs.data_tile_dims[1], 1) and k % lhs.data_tile_dims[1] == 0 and
+            np.array_equal(data_assignment(lhs).reshape(-1), data_assignment(rhs).reshape(-1))):
+        return "contracting", REPLICATED
+    return "replicated", REPLICATED
+
+
+def reduce_plan(reduce: HloInstruction, operand: HloSharding) -> tuple[str, HloSharding]:
+    """``"local"`` (no reduced dimension split), ``"partial"`` (split reduced dimensions, evenly:
+    local reduce + all-reduce among the devices that share the kept tiles), or ``"replicated"``."""
+    if not tiled(operand):
+        return "replicated", REPLICATED
+    dims = reduce.operand(0).shape.dimensions
+    reduced = sorted(reduce.dimensions)
+    kept = [d for d in range(len(dims)) if d not in reduced]
+    tiles = operand.data_tile_dims
+    assignment = data_assignment(operand)
+    moved = assignment.transpose(kept + reduced + [len(dims)])  # kept tiles, then the rest replicate
+    if all(tiles[d] == 1 for d in reduced):
+        return "local", with_assignment(moved, len(kept))
+    if any(dims[d] % tiles[d] for d in reduced):
+        return "replicated", REPLICATED
+    return "partial", with_assignment(moved, len(kept))

@@ -1,0 +1,357 @@
+"""The SPMD partitioner (``spmd-partitioning``): one sharded program becomes the program every
+device runs on its own piece, with the collectives that move data between them.
+
+A module for ``num_partitions`` devices whose parameters (and any value) carry shardings is
+rewritten, instruction by instruction in dataflow order, into the per-device program. Each value
+gets the sharding :mod:`sharding_propagation` chose, and each instruction is computed *locally*
+where its operands' pieces suffice:
+
+* elementwise ops and ``transpose`` on pieces split alike: the same op on the pieces, no data moves;
+* data parallelism, a ``dot`` whose left rows are split and whose right side is whole: a local
+  ``dot`` on each device's rows;
+* a ``dot`` split along its contracting dimension on both sides: each device multiplies its
+  slices -- a *partial* sum -- and an ``all-reduce`` adds the partial sums;
+* a ``reduce`` over split dimensions: a local ``reduce`` of the piece, then an ``all-reduce``
+  among the devices that hold the same kept part (over dimensions that are not split: local).
+
+Anything else runs whole, on every device: its operands are first **resharded** to replicated.
+Resharding is the partitioner's general tool, used also where a value must change sharding (a
+``Sharding`` custom call, an annotated result):
+
+* to *replicated*: every device's piece is gathered (``all-gather`` of all devices' pieces,
+  stacked on a new dimension), and the whole array is put back together from the first device
+  holding each tile (static slices and concatenations, cropping the padding of uneven tiles);
+* to *tiled*: each device slices its own tile out of the whole array, at offsets it looks up
+  in a constant table by its ``partition-id`` (``dynamic-slice``).
+
+Every choice is written in the pass notes. The parameters get their per-device shapes and keep
+their shardings, and the ROOT carries its sharding (and, when a result's tiles are uneven, the
+whole results' shapes in its frontend attribute ``xla_teach.global_shapes``), so
+:func:`~xla_teach.hlo.evaluator.devices.run_global` splits the global arguments and puts the
+results back.
+
+Before (``num_partitions=2``)::
+
+    HloModule m, num_partitions=2
+
+    ENTRY main {
+      x = f32[4,3] parameter(0), sharding={devices=[2,1]<=[2]}
+      ROOT t = f32[4,3] tanh(x)
+    }
+
+After::
+
+    HloModule m, num_partitions=2
+
+    ENTRY main.spmd {
+      x = f32[2,3] parameter(0), sharding={devices=[2,1]<=[2]}
+      ROOT t = f32[2,3] tanh(x), sharding={devices=[2,1]<=[2]}
+    }
+
+XLA's ``SpmdPartitioner`` knows many more local rules (halo exchanges for windows, gathers from
+sharded tables, ``all-to-all`` for resharding between dimensions, collective-permutes); here
+those cases take the general route, which is always correct and moves the most data.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import numpy as np
+
+from xla_teach.hlo.attributes import PaddingDim, SliceDim
+from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule, NameUniquer
+from xla_teach.hlo.opcodes import is_elementwise
+from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.sharding import HloSharding
+from xla_teach.hlo.types import PrimitiveType
+from xla_teach.passes.pass_base import HloPass
+from xla_teach.passes.rewrite_utils import add_constant, add_instruction
+from xla_teach.passes.spmd.sharding_propagation import (
+    ANNOTATIONS,
+    REPLICATED,
+    data_assignment,
+    dot_plan,
+    natural_sharding,
+    propagate,
+    reduce_plan,
+    tiled,
+)
+
+GLOBAL_SHAPES = "xla_teach.global_shapes"  # the ROOT's frontend attribute when its pieces are padded
+
+
+def same_sharding(a: HloSharding, b: HloSharding) -> bool:
+    """Do ``a`` and ``b`` put the same piece on every device?"""
+    if not tiled(a) or not tiled(b):
+        return not tiled(a) and not tiled(b)
+    return a.data_tile_dims == b.data_tile_dims and np.array_equal(data_assignment(a), data_assignment(b))
+
+
+def groups_text(groups: list[list[int]]) -> str:
+    return "{" + ",".join("{" + ",".join(str(d) for d in g) + "}" for g in groups) + "}"
+
+
+class SpmdPartitioner(HloPass):
+    """Rewrites a sharded module into its per-device program (module docstring)."""
+
+    name = "spmd-partitioning"
+
+    def __init__(self, num_partitions: int | None = None) -> None:
+        super().__init__()
+        self.num_partitions = num_partitions
+
+    def run(self, module: HloModule) -> bool:
+        n = self.num_partitions or int(module.header_attributes.get("num_partitions", "1"))
+        if n <= 1:
+            return False
+        entry = module.entry
+        new = _PerDeviceBuilder(module, entry, n, self.note).build()
+        # The per-device ENTRY replaces the old one and takes over its instructions' names.
+        module.computations.remove(entry)
+        entry.parent, module.entry_computation = None, None
+        module.uniquer = NameUniquer()
+        for comp in module.computations:
+            for instr in comp.instructions:
+                module.uniquer.get_unique_name(instr.name)
+        module.add_computation(new, is_entry=True)
+        module.header_attributes["num_partitions"] = str(n)
+        module.entry_computation_layout = None
+        return True
+
+
+class _PerDeviceBuilder:
+    def __init__(self, module: HloModule, entry: HloComputation, devices: int, note: Callable[[str], None]) -> None:
+        self.module, self.entry, self.n, self.note = module, entry, devices, note
+        self.comp = HloComputation(f"{entry.name}.spmd")  # joins the module when built
+        self.shardings = propagate(entry)
+        self.local: dict[int, HloInstruction] = {}
+        self.have: dict[int, HloSharding] = {}  # the sharding each local value actually has
+        self._partition_id: HloInstruction | None = None
+        self._adders: dict[PrimitiveType, HloComputation] = {}
+
+    # ---- the walk ------------------------------------------------------------------------
+    def build(self) -> HloComputation:
+        for instr in self.entry.post_order():
+            value, has = self.lower(instr)
+            want = self.shardings[instr.unique_id]
+            if instr.shape.is_array and not same_sharding(has, want):
+                self.note(f"{instr.name}: resharded from {has} to {want}")
+                value, has = self.reshard(value, has, want, instr.shape.dimensions), want
+            value.metadata = instr.metadata
+            self.local[instr.unique_id], self.have[instr.unique_id] = value, has
+        root = self.local[self.entry.root.unique_id]
+        root.sharding = self.have[self.entry.root.unique_id]
+        self.comp.root_instruction = root
+        leaves = self.entry.root.shape.leaf_shapes()
+        shardings = list(root.sharding.elements) if root.sharding.is_tuple else [root.sharding]
+        uneven = [tiled(s) and any(d % n for d, n in zip(leaf.dimensions, s.data_tile_dims, strict=True))
+                  for s, leaf in zip(shardings, leaves, strict=True)]
+        if any(uneven):  # the pieces are padded: say how large the whole results are
+            root.frontend_attributes[GLOBAL_SHAPES] = ";".join(leaf.to_text(print_layout=False) for leaf in leaves)
+        return self.comp
+
+    def lower(self, instr: HloInstruction) -> tuple[HloInstruction, HloSharding]:
+        """This device's value of ``instr`` and the sharding it has."""
+        op, comp = instr.opcode, self.comp
+        if op == "parameter":
+            sharding = instr.sharding or REPLICATED
+            dims = sharding.tile_shape(instr.shape.dimensions) if tiled(sharding) else instr.shape.dimensions
+            param = comp.add_parameter(Shape.array(instr.shape.element_type, tuple(dims)), instr.name)
+            param.sharding = sharding
+            return param, sharding
+        if op == "custom-call" and instr.attrs.get("custom_call_target") in ANNOTATIONS:
+            operand = instr.operand(0)
+            return self.local[operand.unique_id], self.have[operand.unique_id]
+        if op == "tuple":
+            parts = [self.local[o.unique_id] for o in instr.operands]
+            shape = Shape.make_tuple([p.shape for p in parts])
+            return (add_instruction(comp, "tuple", parts, shape=shape, name=instr.name),
+                    HloSharding("tuple", elements=tuple(self.have[o.unique_id] for o in instr.operands)))
+        if op == "get-tuple-element":
+            parent = self.local[instr.operand(0).unique_id]
+            index = instr.tuple_index
+            has = self.have[instr.operand(0).unique_id]
+            return (add_instruction(comp, "get-tuple-element", [parent], {"index": index},
+                                    shape=parent.shape.tuple_shapes[index], name=instr.name),
+                    has.elements[index] if has.is_tuple else REPLICATED)
+        keeps_shape = (op in ("reshape", "bitcast", "copy")
+                       and instr.shape.dimensions == instr.operand(0).shape.dimensions)
+        if instr.shape.is_array and (is_elementwise(op) or op == "transpose" or keeps_shape):
+            target = natural_sharding(instr, lambda o: self.have[o.unique_id])
+            operands = []
+            for o in instr.operands:
+                want = target if o.shape.rank == instr.shape.rank else REPLICATED
+                if op == "transpose":
+                    want = self.have[o.unique_id]
+                operands.append(self.to(o, want))
+            dims = target.tile_shape(instr.shape.dimensions) if tiled(target) else instr.shape.dimensions
+            if tiled(target):
+                self.note(f"{instr.name}: {op} on each device's piece")
+            return self.clone(instr, operands, dims), target
+        if op == "dot":
+            return self.lower_dot(instr)
+        if op == "reduce" and instr.operand_count == 2 and instr.shape.is_array:
+            return self.lower_reduce(instr)
+        return self.whole(instr)
+
+    # ---- the local rules -------------------------------------------------------------------
+    def lower_dot(self, dot: HloInstruction) -> tuple[HloInstruction, HloSharding]:
+        lhs, rhs = dot.operands
+        how, result = dot_plan(dot, self.have[lhs.unique_id], self.have[rhs.unique_id])
+        if how == "rows":
+            m_tile = self.have[lhs.unique_id].tile_shape(lhs.shape.dimensions)[0]
+            self.note(f"{dot.name}: rows split, right side whole: a local dot (data parallelism)")
+            return self.clone(dot, [self.local[lhs.unique_id], self.local[rhs.unique_id]],
+                              (m_tile, dot.shape.dimensions[1])), result
+        if how == "contracting":
+            partial = self.clone(dot, [self.local[lhs.unique_id], self.local[rhs.unique_id]], dot.shape.dimensions)
+            assignment = data_assignment(self.have[lhs.unique_id])  # [1, k tiles, replicas]
+            groups = [list(map(int, assignment[0, :, j])) for j in range(assignment.shape[2])]
+            self.note(f"{dot.name}: split along the contracting dimension: local partial sums + all-reduce")
+            return self.all_reduce(partial, groups, self.adder(dot.shape.element_type)), REPLICATED
+        return self.whole(dot)
+
+    def lower_reduce(self, reduce: HloInstruction) -> tuple[HloInstruction, HloSharding]:
+        operand, init = reduce.operands
+        has = self.have[operand.unique_id]
+        how, result = reduce_plan(reduce, has)
+        if how == "replicated" or not self.is_replicated(init):
+            return self.whole(reduce)
+        dims = result.tile_shape(reduce.shape.dimensions) if tiled(result) else reduce.shape.dimensions
+        local = self.clone(reduce, [self.local[operand.unique_id], self.local[init.unique_id]], dims)
+        if how == "local":
+            self.note(f"{reduce.name}: reduces dimensions that are not split: a local reduce")
+            return local, result
+        reduced = sorted(reduce.dimensions)
+        kept = [d for d in range(operand.shape.rank) if d not in reduced]
+        moved = data_assignment(has).transpose(kept + reduced + [operand.shape.rank])
+        kept_tiles = moved.shape[:len(kept)]
+        groups = [list(map(int, moved[k].reshape(-1, moved.shape[-1])[:, j]))
+                  for k in itertools.product(*(range(t) for t in kept_tiles)) for j in range(moved.shape[-1])]
+        self.note(f"{reduce.name}: reduces split dimensions: a local reduce + all-reduce over {groups_text(groups)}")
+        return self.all_reduce(local, groups, reduce.to_apply), result
+
+    def whole(self, instr: HloInstruction) -> tuple[HloInstruction, HloSharding]:
+        """Computed whole on every device, from replicated operands."""
+        operands = []
+        for o in instr.operands:
+            if o.shape.is_array:
+                operands.append(self.to(o, REPLICATED))
+            else:
+                if not self.is_replicated(o):
+                    raise NotImplementedError(f"{instr.name}: {instr.opcode} of a split tuple value "
+                                              f"({o.name}: {self.have[o.unique_id]}) is not partitioned yet")
+                operands.append(self.local[o.unique_id])
+        if any(tiled(self.have[o.unique_id]) for o in instr.operands if o.shape.is_array):
+            self.note(f"{instr.name}: {instr.opcode} runs whole on every device (operands gathered)")
+        return self.clone(instr, operands, None), REPLICATED
+
+    # ---- resharding ------------------------------------------------------------------------
+    def is_replicated(self, instr: HloInstruction) -> bool:
+        has = self.have[instr.unique_id]
+        if has.is_tuple:
+            return not any(tiled(e) for e in has.elements)
+        return not tiled(has)
+
+    def to(self, instr: HloInstruction, want: HloSharding) -> HloInstruction:
+        return self.reshard(self.local[instr.unique_id], self.have[instr.unique_id], want, instr.shape.dimensions)
+
+    def reshard(self, value: HloInstruction, has: HloSharding, want: HloSharding,
+                dims: tuple[int, ...]) -> HloInstruction:
+        if same_sharding(has, want):
+            return value
+        whole = self.gather(value, has, dims) if tiled(has) else value
+        return self.slice_mine(whole, want, dims) if tiled(want) else whole
+
+    def gather(self, value: HloInstruction, has: HloSharding, dims: tuple[int, ...]) -> HloInstruction:
+        """The whole array on every device, from each device's tile of it."""
+        comp, etype = self.comp, value.shape.element_type
+        tile = value.shape.dimensions
+        stacked = add_instruction(comp, "reshape", [value], result_dims=(1, *tile))
+        everyone = add_instruction(comp, "all-gather", [stacked], {
+            "dimensions": (0,), "replica_groups": groups_text([list(range(self.n))])},
+            shape=Shape.array(etype, (self.n, *tile)))
+        assignment = data_assignment(has)
+        tiles = assignment.shape[:-1]
+
+        def piece(index: tuple[int, ...]) -> HloInstruction:
+            device = int(assignment[index][0])  # the first device holding this tile
+            spec = (SliceDim(device, device + 1), *(SliceDim(0, t) for t in tile))
+            one = add_instruction(comp, "slice", [everyone], {"slice": spec})
+            return add_instruction(comp, "reshape", [one], result_dims=tile)
+
+        def build(prefix: tuple[int, ...]) -> HloInstruction:
+            if len(prefix) == len(tiles):
+                return piece(prefix)
+            parts = [build((*prefix, i)) for i in range(tiles[len(prefix)])]
+            if len(parts) == 1:
+                return parts[0]
+            return add_instruction(comp, "concatenate", parts, {"dimensions": (len(prefix),)})
+
+        whole = build(())
+        if tuple(whole.shape.dimensions) != tuple(dims):  # uneven tiles: crop the padding
+            whole = add_instruction(comp, "slice", [whole], {"slice": tuple(SliceDim(0, d) for d in dims)})
+        return whole
+
+    def slice_mine(self, whole: HloInstruction, want: HloSharding, dims: tuple[int, ...]) -> HloInstruction:
+        """This device's tile of the whole array: offsets from a table, by partition-id."""
+        comp = self.comp
+        tile = want.tile_shape(dims)
+        padded = tuple(t * n for t, n in zip(tile, want.data_tile_dims, strict=True))
+        if padded != tuple(dims):
+            zero = add_constant(comp, 0, whole.shape.element_type)
+            padding = tuple(PaddingDim(0, p - d) for p, d in zip(padded, dims, strict=True))
+            whole = add_instruction(comp, "pad", [whole, zero], {"padding": padding})
+        table = np.zeros((self.n, len(dims)), np.int32)
+        for d in range(self.n):
+            index = want.tile_index(d)
+            table[d] = [i * t for i, t in zip(index or (0,) * len(dims), tile, strict=True)]
+        row = add_instruction(comp, "dynamic-slice", [add_constant(comp, table, PrimitiveType.S32), self.partition_id(),
+                                                      add_constant(comp, 0, PrimitiveType.S32)],
+                              {"dynamic_slice_sizes": (1, len(dims))})
+        offsets = []
+        for k in range(len(dims)):
+            one = add_instruction(comp, "slice", [row], {"slice": (SliceDim(0, 1), SliceDim(k, k + 1))})
+            offsets.append(add_instruction(comp, "reshape", [one], result_dims=()))
+        return add_instruction(comp, "dynamic-slice", [whole, *offsets], {"dynamic_slice_sizes": tuple(tile)})
+
+    # ---- helpers ---------------------------------------------------------------------------
+    def partition_id(self) -> HloInstruction:
+        if self._partition_id is None:
+            pid = add_instruction(self.comp, "partition-id", [], shape=Shape.array(PrimitiveType.U32, ()))
+            self._partition_id = add_instruction(self.comp, "convert", [pid], result_element_type=PrimitiveType.S32)
+        return self._partition_id
+
+    def adder(self, etype: PrimitiveType) -> HloComputation:
+        if etype not in self._adders:
+            scalar = Shape.array(etype, ())
+            add = HloComputation(f"add.{etype.name.lower()}")
+            a, b = add.add_parameter(scalar, "a"), add.add_parameter(scalar, "b")
+            add.root_instruction = add.add_instruction(HloInstruction("add", scalar, [a, b]), "sum")
+            self._adders[etype] = self.module.add_computation(add)
+        return self._adders[etype]
+
+    def all_reduce(self, value: HloInstruction, groups: list[list[int]], reducer: HloComputation) -> HloInstruction:
+        if all(len(g) == 1 for g in groups):
+            return value
+        return add_instruction(self.comp, "all-reduce", [value], {"replica_groups": groups_text(groups),
+                                                                  "to_apply": reducer}, shape=value.shape)
+
+    def clone(self, instr: HloInstruction, operands: list[HloInstruction],
+              dims: tuple[int, ...] | None) -> HloInstruction:
+        shape = instr.shape if dims is None else Shape.array(instr.shape.element_type, tuple(dims))
+        new = instr.clone_with_new_operands(shape, operands)
+        new.sharding = None
+        return self.comp.add_instruction(new, instr.name)
+
+
+def partition(module: HloModule, num_partitions: int | None = None) -> HloModule:
+    """A partitioned copy of ``module`` (the module itself is left as it is)."""
+    copy = module.clone()
+    SpmdPartitioner(num_partitions).run(copy)
+    return copy
+
+
+__all__ = ["SpmdPartitioner", "partition", "same_sharding"]
