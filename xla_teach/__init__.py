@@ -12,6 +12,7 @@ from xla_teach.api import execute
 from xla_teach.frontend.autodiff import grad, jvp, value_and_grad, vjp
 from xla_teach.frontend.errors import CompilationError
 from xla_teach.frontend.jit import jit
+from xla_teach.frontend.sharding import device_count, devices, make_mesh, with_sharding_constraint
 from xla_teach.frontend.tracer import name_scope as named_scope
 from xla_teach.hlo.builder import XlaBuilder
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
@@ -33,9 +34,12 @@ __all__ = [
     "Layout",
     "PrimitiveType",
     "Shape",
+    "device_count",
+    "devices",
     "grad",
     "jit",
     "jvp",
+    "make_mesh",
     "named_scope",
     "XlaBuilder",
     "execute",
@@ -43,4 +47,5 @@ __all__ = [
     "parse_shape",
     "value_and_grad",
     "vjp",
+    "with_sharding_constraint",
 ]

@@ -113,7 +113,7 @@ def execute(module: HloModule | str, args: Sequence[Any], backend: str = DEFAULT
 
 def _execute_on_devices(module: HloModule, args: list[Any], backend: str) -> list[np.ndarray]:
     from xla_teach import distributed
-    from xla_teach.hlo.evaluator.devices import run_devices, run_global
+    from xla_teach.hlo.evaluator.devices import run_global
 
     count = module.device_count()
     if distributed.process_count() > 1:
@@ -123,11 +123,24 @@ def _execute_on_devices(module: HloModule, args: list[Any], backend: str) -> lis
     if backend != "cpu":
         raise ValueError(f"{module.name} runs on {count} devices; the interpreter simulates several devices and the "
                          f"CPU runs them as threads, but the {backend} backend runs one")
+    return run_on_devices(module, compile_module(module, backend), args, backend)
+
+
+def run_on_devices(module: HloModule, executable: Any, args: list[Any], backend: str) -> list[np.ndarray]:
+    """Run a compiled per-device ``module`` on global ``args``: one thread per device (CPU) or the
+    interpreter's simulated devices; over MPI this process's device. Returns the global results."""
+    from xla_teach import distributed
+    from xla_teach.hlo.evaluator.devices import run_devices, run_global
+
+    count = module.device_count()
+    if distributed.process_count() > 1:
+        return _execute_over_mpi(module, args, backend)
+    if backend == "interpreter":
+        return run_global(module, args)
     available = int(flags.get("xla_force_host_platform_device_count"))
     if available and available < count:
         raise ValueError(f"{module.name} runs on {count} devices, but --xla_force_host_platform_device_count="
                          f"{available} gives the CPU platform {available}")
-    executable = compile_module(module, backend)
 
     def run(per_device: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
         return run_devices(count, lambda device: executable.execute(per_device[device.index]))

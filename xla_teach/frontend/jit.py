@@ -52,6 +52,7 @@ from xla_teach.frontend.stages import Compiled, Lowered
 from xla_teach.frontend.tracer import ShapedArray, TraceContext, Tracer, current_context, push_context
 from xla_teach.hlo.builder import XlaBuilder
 from xla_teach.hlo.ir import HloModule
+from xla_teach.hlo.sharding import HloSharding
 
 logger = logging.getLogger("xla_teach.jit")
 
@@ -79,6 +80,7 @@ class _Entry:
     module: HloModule
     out_tree: PyTreeDef
     executable: Any = None
+    partitioned: HloModule | None = None  # the per-device module, when it runs on several devices
 
 
 class _Static:
@@ -105,7 +107,8 @@ class JitFunction:
 
     def __init__(self, fn: Callable[..., Any], static_argnums: int | Sequence[int] = (),
                  static_argnames: str | Sequence[str] = (), backend: str = DEFAULT_BACKEND,
-                 donate_argnums: int | Sequence[int] = (), compile_options: CompileOptions | None = None) -> None:
+                 donate_argnums: int | Sequence[int] = (), compile_options: CompileOptions | None = None,
+                 in_shardings: Any = None, out_shardings: Any = None) -> None:
         if not callable(fn):
             raise ValueError(f"jit needs a function, got {type(fn).__name__}")
         if backend not in BACKENDS:
@@ -115,6 +118,7 @@ class JitFunction:
         self._fn = fn
         self.backend = backend
         self.compile_options = compile_options
+        self.in_shardings, self.out_shardings = in_shardings, out_shardings
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
         both = sorted(set(self.donate_argnums) & set(self.static_argnums))
@@ -227,7 +231,41 @@ class JitFunction:
         module = builder.build(root)
         if self.donate_argnums:
             self._alias_donated(module, in_tree, dyn_index)
+        if self.in_shardings is not None or self.out_shardings is not None:
+            self._annotate_shardings(module, in_tree, dyn_index)
         return module, out_tree
+
+    def _annotate_shardings(self, module: HloModule, in_tree: PyTreeDef, dyn_index: list[int]) -> None:
+        """Write ``in_shardings``/``out_shardings`` (one NamedSharding for all, or one per positional
+        argument / per output) onto the parameters and the ROOT, and ``num_partitions`` into the header."""
+        args_tree = in_tree.children[0]
+        per_leaf: list[Any] = []
+        for pos, child in enumerate(args_tree.children):
+            given = self.in_shardings
+            if isinstance(given, (list, tuple)):
+                given = given[pos] if pos < len(given) else None
+            per_leaf += [given] * child.num_leaves
+        meshes = set()
+        for number, leaf in enumerate(dyn_index):
+            named = per_leaf[leaf] if leaf < len(per_leaf) else None
+            if named is not None:
+                param = module.entry.parameter(number)
+                param.sharding = named.hlo_sharding(param.shape.rank)
+                meshes.add(named.mesh.size)
+        root = module.entry.root_instruction
+        leaves = list(root.shape.tuple_shapes) if root.shape.is_tuple else [root.shape]
+        if self.out_shardings is not None:
+            outs = self.out_shardings if isinstance(self.out_shardings, (list, tuple)) else [self.out_shardings] * len(
+                leaves)
+            if len(outs) != len(leaves):
+                raise ValueError(f"jit({self.name}): out_shardings has {len(outs)} entries for {len(leaves)} outputs")
+            elements = [o.hlo_sharding(shape.rank) for o, shape in zip(outs, leaves, strict=True)]
+            root.sharding = HloSharding("tuple", elements=tuple(elements)) if root.shape.is_tuple else elements[0]
+            meshes |= {o.mesh.size for o in outs}
+        if len(meshes) > 1:
+            raise ValueError(f"jit({self.name}): the shardings use meshes of different sizes {sorted(meshes)}")
+        if meshes:
+            module.header_attributes["num_partitions"] = str(meshes.pop())
 
     def _donated_parameters(self, in_tree: PyTreeDef, dyn_index: list[int]) -> list[int]:
         """Parameter numbers of the array leaves of the donated positional arguments."""
@@ -286,7 +324,13 @@ class JitFunction:
         module, out_tree = self.trace(leaves, in_tree, dyn_index, avals)
         traced = time.perf_counter()
         entry = _Entry(module, out_tree)
-        entry.executable = self._compile(module)
+        if module.device_count() > 1:  # the SPMD partitioner makes the per-device program
+            from xla_teach.passes.spmd.spmd_partitioner import partition
+
+            entry.partitioned = partition(module)
+            entry.executable = self._compile(entry.partitioned)
+        else:
+            entry.executable = self._compile(module)
         done = time.perf_counter()
         self._seconds += done - start
         self._log(in_tree, avals, statics, traced - start, done - traced)
@@ -325,6 +369,11 @@ class JitFunction:
     def _execute(self, entry: _Entry, leaves: list[Any], dyn_index: list[int],
                  avals: tuple[ShapedArray, ...]) -> Any:
         inputs = [np.asarray(leaves[i], dtype=a.dtype) for i, a in zip(dyn_index, avals, strict=True)]
+        if entry.partitioned is not None:
+            from xla_teach.api import run_on_devices
+
+            outputs = run_on_devices(entry.partitioned, entry.executable, inputs, self.backend)
+            return tree_unflatten(entry.out_tree, [np.asarray(o) for o in outputs])
         outputs = entry.executable.execute(inputs)
         dumper = entry.executable.dumper
         if dumper is not None and flags.get("xla_dump_hlo_snapshots"):
@@ -361,15 +410,20 @@ class JitFunction:
 
 def jit(fn: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), backend: str = DEFAULT_BACKEND,
-        donate_argnums: int | Sequence[int] = (), compile_options: CompileOptions | None = None) -> Any:
+        donate_argnums: int | Sequence[int] = (), compile_options: CompileOptions | None = None,
+        in_shardings: Any = None, out_shardings: Any = None) -> Any:
     """Compile ``fn`` with XLA: ``jit(f)`` or ``@jit`` or ``@jit(static_argnums=1, backend="interpreter")``.
 
     ``donate_argnums``: positional arguments whose arrays the compiled program may overwrite
     with outputs of the same shape and dtype (see the module docstring). ``compile_options``:
     a :class:`~xla_teach.backends.options.CompileOptions` used instead of the one the flags
     give (build it with ``CompileOptions.from_flags()`` and change fields to keep the flags).
+    ``in_shardings``/``out_shardings``: a ``NamedSharding`` for every argument/output, or one per
+    positional argument / per output (``None``: replicated); the program then runs on the mesh's
+    devices, partitioned by the SPMD partitioner, on global arrays in and out (``frontend/sharding.py``).
     """
     def make(f: Callable[..., Any]) -> JitFunction:
-        return JitFunction(f, static_argnums, static_argnames, backend, donate_argnums, compile_options)
+        return JitFunction(f, static_argnums, static_argnames, backend, donate_argnums, compile_options,
+                           in_shardings, out_shardings)
 
     return make if fn is None else make(fn)

@@ -8,7 +8,8 @@ one walks the computation forward, in dataflow order, one rule per kind of instr
 * an instruction that carries ``sharding=`` keeps it (the ``Sharding`` custom call, parameters);
 * elementwise ops take the sharding of their first tiled operand (the others are resharded to
   it), so ``tanh(x)`` is split the way ``x`` is; so do a ``reshape`` or ``copy`` that keeps the shape;
-* ``transpose`` permutes the tile dimensions with the data dimensions;
+* ``transpose`` permutes the tile dimensions with the data dimensions; a ``broadcast``, or a
+  ``reshape`` that only adds or drops dimensions of size 1, keeps each split where it lands;
 * ``dot`` of ``[m, k] x [k, n]``: rows split and the right side whole -> the result's rows are
   split the same way (data parallelism); both split along ``k`` alike -> each device has a
   partial sum, and the result is replicated after an ``all-reduce``;
@@ -103,6 +104,8 @@ def natural_sharding(instr: HloInstruction, of: Callable[[HloInstruction], HloSh
         perm = list(instr.dimensions)
         assignment = data_assignment(s)
         return with_assignment(assignment.transpose(perm + [len(perm)]), len(perm))
+    if op == "reshape" or op == "broadcast":
+        return reshaped_sharding(instr, of(instr.operand(0)))
     if op == "dot":
         return dot_plan(instr, of(instr.operand(0)), of(instr.operand(1)))[1]
     if op == "reduce" and instr.operand_count == 2:
@@ -110,22 +113,59 @@ def natural_sharding(instr: HloInstruction, of: Callable[[HloInstruction], HloSh
     return REPLICATED
 
 
+def reshaped_sharding(instr: HloInstruction, operand: HloSharding) -> HloSharding:
+    """A ``reshape`` that only adds or drops dimensions of size 1, or a ``broadcast`` (operand
+    dimensions in order), keeps the operand's split: each split dimension stays split where it
+    lands, the new dimensions whole. Other reshapes are replicated."""
+    if not tiled(operand):
+        return REPLICATED
+    in_dims, out_dims = instr.operand(0).shape.dimensions, instr.shape.dimensions
+    if instr.opcode == "broadcast":
+        where = list(instr.dimensions)
+        if where != sorted(where):
+            return REPLICATED
+    else:
+        if [d for d in in_dims if d != 1] != [d for d in out_dims if d != 1]:
+            return REPLICATED
+        non_unit_in = [i for i, d in enumerate(in_dims) if d != 1]
+        non_unit_out = [i for i, d in enumerate(out_dims) if d != 1]
+        if any(operand.data_tile_dims[i] != 1 for i, d in enumerate(in_dims) if d == 1):
+            return REPLICATED
+        where = [0] * len(in_dims)
+        for i, o in zip(non_unit_in, non_unit_out, strict=True):
+            where[i] = o
+    tiles = [1] * len(out_dims)
+    for i, o in enumerate(where):
+        if operand.data_tile_dims[i] != 1:
+            tiles[o] = operand.data_tile_dims[i]
+    assignment = data_assignment(operand)
+    return with_assignment(assignment.reshape(*tiles, assignment.shape[-1]), len(tiles))
+
+
 def dot_plan(dot: HloInstruction, lhs: HloSharding, rhs: HloSharding) -> tuple[str, HloSharding]:
-    """How a 2-D ``[m, k] x [k, n]`` dot runs: ``"rows"`` (lhs rows split, rhs whole: a local dot),
-    ``"contracting"`` (both split along k alike: local dots + all-reduce), else ``"replicated"``."""
+    """How a 2-D dot (one contracting dimension on each side, no batch) runs: ``"rows"`` (the
+    left side's free dimension split, the right side whole: a local dot), ``"contracting"`` (both
+    sides split along the contraction alike: local dots + all-reduce), else ``"replicated"``."""
     lc, rc = dot.attrs.get("lhs_contracting_dims", ()), dot.attrs.get("rhs_contracting_dims", ())
     if (dot.attrs.get("lhs_batch_dims") or dot.attrs.get("rhs_batch_dims") or dot.operand(0).shape.rank != 2
-            or dot.operand(1).shape.rank != 2 or tuple(lc) != (1,) or tuple(rc) != (0,)):
+            or dot.operand(1).shape.rank != 2 or len(lc) != 1 or len(rc) != 1):
         return "replicated", REPLICATED
-    if tiled(lhs) and lhs.data_tile_dims[1] == 1 and not tiled(rhs):
-        assignment = data_assignment(lhs)  # [m tiles, 1, replicas] -> result [m tiles, 1 (n), replicas]
-        return "rows", with_assignment(assignment, 2)
-    m, k = dot.operand(0).shape.dimensions
-    if (tiled(lhs) and tiled(rhs) and lhs.data_tile_dims == (1, lhs.data_tile_dims[1]) and
-            rhs.data_tile_dims == (lhs.data_tile_dims[1], 1) and k % lhs.data_tile_dims[1] == 0 and
-            np.array_equal(data_assignment(lhs).reshape(-1), data_assignment(rhs).reshape(-1))):
+    (lc_dim,), (rc_dim,) = lc, rc
+    lf_dim, rf_dim = 1 - lc_dim, 1 - rc_dim
+    if tiled(lhs) and lhs.data_tile_dims[lc_dim] == 1 and not tiled(rhs):
+        # [m tiles, 1, replicas] -> the result [m tiles, 1 (n), replicas]
+        return "rows", with_assignment(data_assignment(lhs).transpose(lf_dim, lc_dim, 2), 2)
+    k = dot.operand(0).shape.dimensions[lc_dim]
+    if (tiled(lhs) and tiled(rhs) and lhs.data_tile_dims[lf_dim] == 1 and rhs.data_tile_dims[rf_dim] == 1
+            and lhs.data_tile_dims[lc_dim] == rhs.data_tile_dims[rc_dim] and k % lhs.data_tile_dims[lc_dim] == 0
+            and np.array_equal(contraction_order(lhs, lc_dim), contraction_order(rhs, rc_dim))):
         return "contracting", REPLICATED
     return "replicated", REPLICATED
+
+
+def contraction_order(sharding: HloSharding, contracting: int) -> np.ndarray:
+    """A 2-D operand's tile assignment as [contraction tiles, free tiles, replicas]."""
+    return data_assignment(sharding).transpose(contracting, 1 - contracting, 2)
 
 
 def reduce_plan(reduce: HloInstruction, operand: HloSharding) -> tuple[str, HloSharding]:

@@ -71,6 +71,7 @@ from xla_teach.passes.rewrite_utils import add_constant, add_instruction
 from xla_teach.passes.spmd.sharding_propagation import (
     ANNOTATIONS,
     REPLICATED,
+    contraction_order,
     data_assignment,
     dot_plan,
     natural_sharding,
@@ -133,7 +134,8 @@ class _PerDeviceBuilder:
 
     # ---- the walk ------------------------------------------------------------------------
     def build(self) -> HloComputation:
-        for instr in self.entry.post_order():
+        params = self.entry.parameter_instructions  # first, in their order (an unused one stays)
+        for instr in params + [i for i in self.entry.post_order() if i.opcode != "parameter"]:
             value, has = self.lower(instr)
             want = self.shardings[instr.unique_id]
             if instr.shape.is_array and not same_sharding(has, want):
@@ -158,7 +160,8 @@ class _PerDeviceBuilder:
         if op == "parameter":
             sharding = instr.sharding or REPLICATED
             dims = sharding.tile_shape(instr.shape.dimensions) if tiled(sharding) else instr.shape.dimensions
-            param = comp.add_parameter(Shape.array(instr.shape.element_type, tuple(dims)), instr.name)
+            param = comp.add_instruction(HloInstruction("parameter", Shape.array(instr.shape.element_type, tuple(dims)),
+                                                        attrs={"parameter_number": instr.parameter_number}), instr.name)
             param.sharding = sharding
             return param, sharding
         if op == "custom-call" and instr.attrs.get("custom_call_target") in ANNOTATIONS:
@@ -178,13 +181,14 @@ class _PerDeviceBuilder:
                     has.elements[index] if has.is_tuple else REPLICATED)
         keeps_shape = (op in ("reshape", "bitcast", "copy")
                        and instr.shape.dimensions == instr.operand(0).shape.dimensions)
-        if instr.shape.is_array and (is_elementwise(op) or op == "transpose" or keeps_shape):
+        follows = op in ("transpose", "reshape", "broadcast")  # the result's split follows the operand's
+        if instr.shape.is_array and (is_elementwise(op) or keeps_shape or follows):
             target = natural_sharding(instr, lambda o: self.have[o.unique_id])
             operands = []
             for o in instr.operands:
                 want = target if o.shape.rank == instr.shape.rank else REPLICATED
-                if op == "transpose":
-                    want = self.have[o.unique_id]
+                if follows:
+                    want = self.have[o.unique_id] if tiled(target) else REPLICATED
                 operands.append(self.to(o, want))
             dims = target.tile_shape(instr.shape.dimensions) if tiled(target) else instr.shape.dimensions
             if tiled(target):
@@ -200,15 +204,16 @@ class _PerDeviceBuilder:
     def lower_dot(self, dot: HloInstruction) -> tuple[HloInstruction, HloSharding]:
         lhs, rhs = dot.operands
         how, result = dot_plan(dot, self.have[lhs.unique_id], self.have[rhs.unique_id])
+        (lc,) = dot.attrs["lhs_contracting_dims"]
         if how == "rows":
-            m_tile = self.have[lhs.unique_id].tile_shape(lhs.shape.dimensions)[0]
+            m_tile = self.have[lhs.unique_id].tile_shape(lhs.shape.dimensions)[1 - lc]
             self.note(f"{dot.name}: rows split, right side whole: a local dot (data parallelism)")
             return self.clone(dot, [self.local[lhs.unique_id], self.local[rhs.unique_id]],
                               (m_tile, dot.shape.dimensions[1])), result
         if how == "contracting":
             partial = self.clone(dot, [self.local[lhs.unique_id], self.local[rhs.unique_id]], dot.shape.dimensions)
-            assignment = data_assignment(self.have[lhs.unique_id])  # [1, k tiles, replicas]
-            groups = [list(map(int, assignment[0, :, j])) for j in range(assignment.shape[2])]
+            assignment = contraction_order(self.have[lhs.unique_id], lc)  # [k tiles, 1, replicas]
+            groups = [list(map(int, assignment[:, 0, j])) for j in range(assignment.shape[2])]
             self.note(f"{dot.name}: split along the contracting dimension: local partial sums + all-reduce")
             return self.all_reduce(partial, groups, self.adder(dot.shape.element_type)), REPLICATED
         return self.whole(dot)
@@ -262,6 +267,10 @@ class _PerDeviceBuilder:
                 dims: tuple[int, ...]) -> HloInstruction:
         if same_sharding(has, want):
             return value
+        if not tiled(has) and value.opcode == "broadcast" and value.operand(0).shape.rank == 0:
+            # a broadcast scalar: every tile is the same broadcast, made at the tile's shape
+            tile = want.tile_shape(dims)
+            return add_instruction(self.comp, "broadcast", [value.operand(0)], {"dimensions": ()}, result_dims=tile)
         whole = self.gather(value, has, dims) if tiled(has) else value
         return self.slice_mine(whole, want, dims) if tiled(want) else whole
 

@@ -1,0 +1,143 @@
+"""Meshes and shardings with JAX's names: ``Mesh``, ``PartitionSpec``, ``NamedSharding``.
+
+A *mesh* arranges the devices in a named grid -- ``Mesh(devices().reshape(2, 2), ("x", "y"))`` --
+and a ``PartitionSpec`` says, per array dimension, which mesh axes split it: ``P("x", None)``
+splits the rows two ways and keeps the columns whole (so each row block lives on the two devices
+of a mesh row: it is *replicated* along ``y``). ``NamedSharding(mesh, spec)`` is the pair, and
+:meth:`NamedSharding.hlo_sharding` the sharding XLA writes into HLO: one tile per combination of
+the splitting axes, the devices in the mesh's order, the unused axes as a last, replicating
+dimension (``{devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}``).
+
+``jit(f, in_shardings=..., out_shardings=...)`` puts them on the parameters and results, the SPMD
+partitioner (``passes/spmd``) turns the traced program into the per-device one, and the devices
+run it: CPU devices (threads) or simulated ones, as many as ``devices()`` gives --
+``--xla_force_host_platform_device_count``, as in JAX. Inside a traced function
+:func:`with_sharding_constraint` fixes a value's sharding (a ``Sharding`` custom call).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from xla_teach import flags
+from xla_teach.hlo.sharding import HloSharding
+
+
+@dataclass(frozen=True)
+class Device:
+    """One CPU device of this process (a thread when a program runs on several)."""
+
+    id: int
+    platform: str = "cpu"
+
+    def __repr__(self) -> str:
+        return f"CpuDevice(id={self.id})"
+
+
+def devices() -> list[Device]:
+    """The devices: ``--xla_force_host_platform_device_count`` of them (one by default, as XLA's CPU)."""
+    count = int(flags.get("xla_force_host_platform_device_count")) or 1
+    return [Device(i) for i in range(count)]
+
+
+def device_count() -> int:
+    return len(devices())
+
+
+class PartitionSpec(tuple):  # noqa: SLOT001 - a tuple, as JAX's
+    """Per array dimension: ``None`` (whole), a mesh axis name, or a tuple of names."""
+
+    def __new__(cls, *dims: str | tuple[str, ...] | None) -> PartitionSpec:
+        return super().__new__(cls, dims)
+
+    def __repr__(self) -> str:
+        return "P(" + ", ".join(repr(d) for d in self) + ")"
+
+
+P = PartitionSpec
+
+
+class Mesh:
+    """Devices in a named grid: ``Mesh(np.array(devices()).reshape(2, 2), ("x", "y"))``."""
+
+    def __init__(self, devices: Any, axis_names: Sequence[str]) -> None:
+        grid = np.asarray(devices, dtype=object)
+        self.device_ids = np.vectorize(lambda d: d.id if isinstance(d, Device) else int(d), otypes=[np.int64])(grid)
+        self.axis_names = tuple(axis_names)
+        if self.device_ids.ndim != len(self.axis_names):
+            raise ValueError(f"a mesh of shape {list(self.device_ids.shape)} needs {self.device_ids.ndim} axis names, "
+                             f"got {list(self.axis_names)}")
+        if len(set(self.axis_names)) != len(self.axis_names):
+            raise ValueError(f"mesh axis names must differ: {list(self.axis_names)}")
+
+    @property
+    def shape(self) -> dict[str, int]:
+        return dict(zip(self.axis_names, self.device_ids.shape, strict=True))
+
+    @property
+    def size(self) -> int:
+        return int(self.device_ids.size)
+
+    def __repr__(self) -> str:
+        return "Mesh(" + ", ".join(f"'{n}': {s}" for n, s in self.shape.items()) + ")"
+
+
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str]) -> Mesh:
+    """A mesh of the first ``prod(axis_shapes)`` devices, in order (JAX's ``jax.make_mesh``)."""
+    needed = math.prod(axis_shapes)
+    available = devices()
+    if needed > len(available):
+        raise ValueError(f"a mesh of {list(axis_shapes)} needs {needed} devices, this process has {len(available)} "
+                         f"(set --xla_force_host_platform_device_count={needed} in XLA_FLAGS)")
+    return Mesh(np.array(available[:needed], dtype=object).reshape(tuple(axis_shapes)), axis_names)
+
+
+@dataclass(frozen=True)
+class NamedSharding:
+    """An array split over ``mesh`` as ``spec`` says (JAX's ``jax.sharding.NamedSharding``)."""
+
+    mesh: Mesh
+    spec: PartitionSpec
+
+    def hlo_sharding(self, ndim: int) -> HloSharding:
+        """The sharding XLA writes for an array of ``ndim`` dimensions (module docstring)."""
+        if len(self.spec) > ndim:
+            raise ValueError(f"{self.spec!r} names {len(self.spec)} dimensions, the array has {ndim}")
+        per_dim: list[tuple[str, ...]] = []
+        for entry in tuple(self.spec) + (None,) * (ndim - len(self.spec)):
+            names = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+            for name in names:
+                if name not in self.mesh.axis_names:
+                    raise ValueError(f"{self.spec!r}: '{name}' is not an axis of {self.mesh!r}")
+            per_dim.append(names)
+        used = [name for names in per_dim for name in names]
+        if len(set(used)) != len(used):
+            raise ValueError(f"{self.spec!r} uses a mesh axis twice")
+        unused = [name for name in self.mesh.axis_names if name not in used]
+        order = [self.mesh.axis_names.index(name) for name in used + unused]
+        sizes = self.mesh.shape
+        tiles = [math.prod(sizes[n] for n in names) for names in per_dim]
+        replicas = math.prod(sizes[n] for n in unused)
+        if math.prod(tiles) == 1:
+            return HloSharding.replicate()
+        grid = self.mesh.device_ids.transpose(order).reshape(-1)
+        dims = tuple(tiles) + ((replicas,) if replicas > 1 else ())
+        return HloSharding.tiled(dims, tuple(int(d) for d in grid), replicate_last=replicas > 1)
+
+
+def with_sharding_constraint(x: Any, sharding: NamedSharding) -> Any:
+    """Fix ``x``'s sharding inside a traced function (a ``Sharding`` custom call, as JAX writes);
+    outside ``jit`` it returns ``x``."""
+    from xla_teach.frontend.tracer import Tracer, current_context
+
+    if current_context() is None or not isinstance(x, Tracer):
+        return x
+    builder = x.op.builder
+    op = builder.custom_call("Sharding", [x.op], x.op.shape)  # type: ignore[attr-defined]
+    op.instruction.sharding = sharding.hlo_sharding(x.op.shape.rank)
+    return Tracer(x.ctx, op, x.weak_type)
