@@ -134,7 +134,7 @@ def run_on_devices(module: HloModule, executable: Any, args: list[Any], backend:
 
     count = module.device_count()
     if distributed.process_count() > 1:
-        return _execute_over_mpi(module, args, backend)
+        return _execute_over_mpi(module, args, backend, executable)
     if backend == "interpreter":
         return run_global(module, args)
     available = int(flags.get("xla_force_host_platform_device_count"))
@@ -148,7 +148,7 @@ def run_on_devices(module: HloModule, executable: Any, args: list[Any], backend:
     return run_global(module, args, run=run)
 
 
-def _execute_over_mpi(module: HloModule, args: list[Any], backend: str) -> list[np.ndarray]:
+def _execute_over_mpi(module: HloModule, args: list[Any], backend: str, executable: Any = None) -> list[np.ndarray]:
     """This process runs its own device of ``module`` (``distributed.initialize()`` was called)."""
     from xla_teach import distributed
     from xla_teach.hlo.evaluator.core import HloEvaluator
@@ -164,7 +164,7 @@ def _execute_over_mpi(module: HloModule, args: list[Any], backend: str) -> list[
             evaluator.device = device
             return evaluator.evaluate_module(module, pieces)
     elif backend == "cpu":
-        executable = compile_module(module, backend)
+        executable = executable or compile_module(module, backend)
 
         def one(device: Any, pieces: list[np.ndarray]) -> list[np.ndarray]:
             return executable.execute(pieces)

@@ -54,6 +54,17 @@ def test_xlas_data_parallel_module_on_four_processes_from_a_host_file(tmp_path: 
     np.testing.assert_allclose(np.load(out)["arr_0"], np.load(DATA / "data_parallel.npz")["global_out0"], rtol=1e-5)
 
 
+def test_data_parallel_training_on_four_processes_follows_the_one_process_loss_curve(tmp_path: Path) -> None:
+    from tests.distributed.mpi_program import train_losses
+
+    out = tmp_path / "losses.npz"
+    run = _mpiexec("train", "cpu", str(out), timeout=300)
+    assert run.returncode == 0, run.stderr
+    single = train_losses()
+    assert single[-1] < single[0]
+    np.testing.assert_allclose(np.load(out)["losses"], single, rtol=1e-4)
+
+
 def test_a_failing_process_stops_the_others(tmp_path: Path) -> None:
     run = _mpiexec("fail", "cpu", str(tmp_path / "out.npz"), timeout=120)
     assert run.returncode != 0
