@@ -441,6 +441,15 @@ def collective_cases() -> list[tuple[str, str]]:
   r = f32[6,4] reduce-scatter(n), channel_id=1, replica_groups=mesh['x'=1] {'x'}, dimensions={0}, to_apply=add_f32
   a = f32[6,4] all-to-all(r), replica_groups={{0}}, dimensions={1}
   ROOT e = f32[6,4] exponential(a)""", ADD["f32"])),
+        ("async_pairs_broadcast", _module("collectives_async", """  x = f32[6,4] parameter(0)
+  rs = f32[6,4] all-reduce-start(x), replica_groups={}, to_apply=add_f32
+  rd = f32[6,4] all-reduce-done(rs)
+  gs = (f32[6,4], f32[6,4]) all-gather-start(rd), replica_groups={}, dimensions={0}
+  gd = f32[6,4] all-gather-done(gs)
+  ps = (f32[6,4], f32[6,4], u32[], u32[]) collective-permute-start(gd), source_target_pairs={{0,0}}
+  pd = f32[6,4] collective-permute-done(ps)
+  b = f32[6,4] collective-broadcast(pd), replica_groups={}
+  ROOT e = f32[6,4] exponential(b)""", ADD["f32"])),
         ("clamp_after_all", _module("clamp", """  x = f32[13] parameter(0)
   lo = f32[] constant(-0.5)
   hi = f32[] constant(0.75)

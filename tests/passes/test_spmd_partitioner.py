@@ -59,8 +59,12 @@ CASES = {
     "dot_contracting": ([("f32[3,8]", "{devices=[1,2,2]<=[4] last_tile_dim_replicate}"),
                          ("f32[8,5]", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}")],
                         "  ROOT d = f32[3,5] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
-    # columns of the right side split: no local rule, computed whole
-    "dot_other": ([("f32[4,6]", "{replicated}"), ("f32[6,8]", "{devices=[1,4]<=[4]}")],
+    # columns of the right side split, the left side whole: a local dot
+    "dot_columns": ([("f32[4,6]", "{replicated}"), ("f32[6,8]", "{devices=[1,4]<=[4]}")],
+                    "  ROOT d = f32[4,8] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+    # both sides split on their free dimensions: no local rule, computed whole
+    "dot_other": ([("f32[4,6]", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}"),
+                   ("f32[6,8]", "{devices=[1,2,2]<=[4] last_tile_dim_replicate}")],
                   "  ROOT d = f32[4,8] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
     # reductions over a split and over a whole dimension
     "reduce_split": ([("f32[8,6]", "{devices=[2,2]<=[2,2]T(1,0)}")],
@@ -99,7 +103,8 @@ def test_partitioned_programs_give_the_one_device_result(case: str) -> None:
     ("dot_contracting", {"all-reduce": 1, "all-gather": 0}),
     ("reduce_split", {"all-reduce": 1, "all-gather": 0}),
     ("elementwise", {"all-reduce": 0, "all-gather": 1}),  # p1 resharded: gathered, then sliced
-    ("dot_other", {"all-reduce": 0, "all-gather": 1}),
+    ("dot_columns", {"all-reduce": 0, "all-gather": 0}),
+    ("dot_other", {"all-reduce": 0, "all-gather": 2}),  # both operands gathered
 ])
 def test_the_fast_paths_move_only_what_they_must(case: str, collectives: dict[str, int]) -> None:
     params, body = CASES[case]

@@ -114,6 +114,44 @@ class ControlFlowMixin(BuilderBase):
         pairs = "{" + ",".join(f"{{{s},{t}}}" for s, t in source_target_pairs) + "}"
         return self._emit("collective-permute", [operand], {"source_target_pairs": pairs}, name=name)
 
+    def collective_broadcast(self, operand: XlaOp, replica_groups: str = "{}", *, name: str | None = None) -> XlaOp:
+        """The first member of each group sends its operand to the others (XLA's ``CollectiveBroadcast``)."""
+        return self._emit("collective-broadcast", [operand], {"replica_groups": replica_groups}, name=name)
+
+    def all_reduce_start(self, operand: XlaOp, computation: HloComputation, replica_groups: str = "{}", *,
+                         name: str | None = None) -> XlaOp:
+        """The asynchronous all-reduce's start; :meth:`async_done` gives its result."""
+        attrs = {"replica_groups": replica_groups,
+                 "to_apply": self._check_computation(computation, "all-reduce-start", "to_apply")}
+        return self._emit("all-reduce-start", [operand], attrs, name=name)
+
+    def all_gather_start(self, operand: XlaOp, all_gather_dimension: int, shard_count: int,
+                         replica_groups: str = "{}", *, name: str | None = None) -> XlaOp:
+        """The asynchronous all-gather's start: ``(operand, gathered)``."""
+        if not 0 <= all_gather_dimension < operand.rank:
+            raise ShapeError("all-gather-start", [operand.shape], f"dimension {all_gather_dimension} is out of range")
+        dims = list(operand.dimensions)
+        dims[all_gather_dimension] *= shard_count
+        gathered = Shape.array(operand.element_type, dims)
+        attrs = {"dimensions": (int(all_gather_dimension),), "replica_groups": replica_groups}
+        return self._emit("all-gather-start", [operand], attrs, name=name,
+                          declared_shape=Shape.make_tuple([operand.shape, gathered]))
+
+    def collective_permute_start(self, operand: XlaOp, source_target_pairs: Sequence[tuple[int, int]], *,
+                                 name: str | None = None) -> XlaOp:
+        """The asynchronous collective-permute's start: ``(operand, received, u32[], u32[])``."""
+        pairs = "{" + ",".join(f"{{{s},{t}}}" for s, t in source_target_pairs) + "}"
+        context = Shape.array("u32", ())
+        return self._emit("collective-permute-start", [operand], {"source_target_pairs": pairs}, name=name,
+                          declared_shape=Shape.make_tuple([operand.shape, operand.shape, context, context]))
+
+    def async_done(self, start: XlaOp, *, name: str | None = None) -> XlaOp:
+        """The ``*-done`` of an asynchronous collective's start: its result."""
+        opcode = start.instruction.opcode
+        if not opcode.endswith("-start"):
+            raise ShapeError("done", [start.shape], f"{start.name} is a {opcode}, not an asynchronous start")
+        return self._emit(opcode.removesuffix("-start") + "-done", [start], name=name)
+
     def replica_id(self, *, name: str | None = None) -> XlaOp:
         return self._emit("replica-id", [], name=name)
 

@@ -116,6 +116,22 @@ OPCODES: dict[str, OpInfo] = {
     "all-reduce": OpInfo(OpKind.SPECIAL, None, (
         Attr("channel_id", K.INT, None), Attr("replica_groups", K.RAW, "{}"),
         Attr("use_global_device_ids", K.BOOL, False), _TO_APPLY)),
+    # Asynchronous pairs (XLA's GPU schedules compute between start and done): the start returns
+    # what the done needs -- all-reduce's result; all-gather's (operand, result); collective-permute's
+    # (operand, result[, u32 context, u32 context]) -- and the done returns the result.
+    "all-reduce-start": OpInfo(OpKind.SPECIAL, None, (
+        Attr("channel_id", K.INT, None), Attr("replica_groups", K.RAW, "{}"),
+        Attr("use_global_device_ids", K.BOOL, False), _TO_APPLY)),
+    "all-reduce-done": OpInfo(OpKind.SPECIAL, 1),
+    "all-gather-start": OpInfo(OpKind.SPECIAL, None, (
+        Attr("channel_id", K.INT, None), Attr("replica_groups", K.RAW, "{}"), _DIMS,
+        Attr("use_global_device_ids", K.BOOL, False))),
+    "all-gather-done": OpInfo(OpKind.SPECIAL, 1),
+    "collective-broadcast": OpInfo(OpKind.SPECIAL, 1, (
+        Attr("channel_id", K.INT, None), Attr("replica_groups", K.RAW, "{}"))),
+    "collective-permute-start": OpInfo(OpKind.SPECIAL, 1, (
+        Attr("channel_id", K.INT, None), Attr("source_target_pairs", K.RAW))),
+    "collective-permute-done": OpInfo(OpKind.SPECIAL, 1),
     "all-to-all": OpInfo(OpKind.SPECIAL, None, (
         Attr("channel_id", K.INT, None), Attr("replica_groups", K.RAW, "{}"), Attr("dimensions", K.INT_LIST, None))),
     "and": _binary(),
@@ -264,7 +280,10 @@ def op_info(opcode: str) -> OpInfo:
 # Ops that meet the other devices of a multi-device program (a backend runs them on the host,
 # with the other devices, when the module's header asks for several).
 CROSS_DEVICE_OPCODES = frozenset({"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
-                                  "partition-id", "replica-id"})
+                                  "collective-broadcast", "partition-id", "replica-id"})
+# An asynchronous collective's start -> the synchronous collective it splits in two.
+ASYNC_COLLECTIVES = {"all-reduce-start": "all-reduce", "all-gather-start": "all-gather",
+                     "collective-permute-start": "collective-permute"}
 
 
 def is_elementwise(opcode: str) -> bool:

@@ -79,7 +79,7 @@ assert not _missing, f"opcodes without a shape-inference rule: {sorted(_missing)
 
 # Ops whose whole result shape is taken from the instruction (and then checked).
 DECLARED_SHAPE_OPCODES = frozenset({"parameter", "constant", "iota", "custom-call", "rng", "bitcast", "all-gather",
-                                    "reduce-scatter"})
+                                    "reduce-scatter", "all-gather-start", "collective-permute-start"})
 # Ops that need part of the result from a keyword (see the module docstring).
 _NEEDS_DIMS = frozenset({"broadcast", "reshape"})
 _NEEDS_TYPE = frozenset({"convert", "bitcast-convert"})

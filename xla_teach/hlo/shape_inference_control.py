@@ -300,6 +300,38 @@ def infer_constant(ctx: OpContext) -> Shape:
     return result
 
 
+def infer_all_gather_start(ctx: OpContext) -> Shape:
+    """``(operand, gathered)``: the declared tuple, whose second element is an all-gather's result."""
+    ctx.expect_operand_count(1)
+    operand = ctx.array_operand(0)
+    result = ctx.declared()
+    if not (result.is_tuple and len(result.tuple_shapes) == 2 and result.tuple_shapes[0].compatible(operand)):
+        raise ctx.fail(f"all-gather-start of {shape_text(operand)} returns (operand, gathered result), "
+                       f"declared {shape_text(result)}")
+    return result
+
+
+def infer_collective_permute_start(ctx: OpContext) -> Shape:
+    """``(operand, result)`` or ``(operand, result, u32[], u32[])``: the declared tuple."""
+    ctx.expect_operand_count(1)
+    operand = ctx.array_operand(0)
+    result = ctx.declared()
+    ok = result.is_tuple and len(result.tuple_shapes) in (2, 4) and all(
+        s.compatible(operand) for s in result.tuple_shapes[:2])
+    if not ok:
+        raise ctx.fail(f"collective-permute-start of {shape_text(operand)} returns (operand, result[, u32[], u32[]]), "
+                       f"declared {shape_text(result)}")
+    return result
+
+
+def infer_async_done(ctx: OpContext) -> Shape:
+    """``*-done`` returns the collective's result: its start's value (all-reduce) or the tuple's
+    second element (all-gather, collective-permute)."""
+    ctx.expect_operand_count(1)
+    start = ctx.operands[0]
+    return start.tuple_shapes[1] if start.is_tuple else start
+
+
 def infer_iota(ctx: OpContext) -> Shape:
     ctx.expect_operand_count(0)
     result = ctx.declared()
@@ -320,6 +352,13 @@ CONTROL_RULES: dict[str, Rule] = {
     "opt-barrier": infer_identity,
     "collective-permute": infer_identity,
     "all-reduce": infer_all_reduce,
+    "all-reduce-start": infer_all_reduce,
+    "all-reduce-done": infer_async_done,
+    "all-gather-start": infer_all_gather_start,
+    "all-gather-done": infer_async_done,
+    "collective-permute-start": infer_collective_permute_start,
+    "collective-permute-done": infer_async_done,
+    "collective-broadcast": infer_identity,
     "all-gather": infer_all_gather,
     "reduce-scatter": infer_reduce_scatter,
     "all-to-all": infer_all_to_all,

@@ -222,6 +222,11 @@ class ElementalEmitter:
             raise NotImplementedError(problem)
         return lambda index: self._operand_at(instr, 0, index)
 
+    @generates("collective-broadcast")
+    def _gen_collective_broadcast(self, instr: HloInstruction) -> Generator:
+        """One replica: it is the first of its group, and keeps its operand."""
+        return lambda index: self._operand_at(instr, 0, index)
+
     @generates("collective-permute")
     def _gen_collective_permute(self, instr: HloInstruction) -> Generator:
         """One replica: it receives its own operand if a pair sends replica 0 to itself, else zeros

@@ -151,9 +151,13 @@ def single_replica_problem(instr: HloInstruction) -> str | None:
     """Why a collective cannot run on one replica: a result shaped unlike its operands (an
     ``all-gather`` that grows, a ``reduce-scatter`` that shrinks) needs several. None if it can."""
     shapes = [instr.shape] if not instr.shape.is_tuple else list(instr.shape.tuple_shapes)
-    for operand, result in zip(instr.operands, shapes, strict=False):
-        if result.dimensions != operand.shape.dimensions:
-            return (f"{instr.name}: {instr.opcode} of {operand.shape.to_text(print_layout=False)} into "
+    return _shape_problem(instr.name, instr.opcode, [o.shape for o in instr.operands], shapes)
+
+
+def _shape_problem(name: str, opcode: str, operands: list[Shape], results: list[Shape]) -> str | None:
+    for operand, result in zip(operands, results, strict=False):
+        if result.dimensions != operand.dimensions:
+            return (f"{name}: {opcode} of {operand.to_text(print_layout=False)} into "
                     f"{result.to_text(print_layout=False)} needs several replicas; xla_teach runs one, "
                     "so the result must have the operand's shape")
     return None
@@ -164,9 +168,15 @@ def handle_collective(ev: HloEvaluator, instr: HloInstruction, operands: list[Va
     """On one device every member group holds only this one: the operand(s) come back unchanged.
     On simulated devices (``devices.py``) the group's operands meet and are combined in group
     order, so every member computes the same bits."""
+    results = [instr.shape] if not instr.shape.is_tuple else list(instr.shape.tuple_shapes)
+    return _collective(ev, instr, instr.opcode, operands, results)
+
+
+def _collective(ev: HloEvaluator, instr: HloInstruction, opcode: str, operands: list[Value],
+                results: list[Shape]) -> Value:
     device = ev.device
     if device is None:
-        problem = single_replica_problem(instr)
+        problem = _shape_problem(instr.name, opcode, [o.shape for o in instr.operands], results)
         if problem:
             raise NotImplementedError(problem)
         return operands[0] if len(operands) == 1 else tuple(operands)
@@ -183,12 +193,12 @@ def handle_collective(ev: HloEvaluator, instr: HloInstruction, operands: list[Va
             (total,) = ev.apply_elementwise(instr.attr("to_apply"), [total, member[k]])
         return np.asarray(total, dtype=members[0][k].dtype)
 
-    if instr.opcode == "all-reduce":
+    if opcode == "all-reduce":
         out = [reduced(k) for k in range(len(operands))]
         return out[0] if len(out) == 1 else tuple(out)
-    if instr.opcode == "all-gather":
+    if opcode == "all-gather":
         return np.concatenate([m[0] for m in members], axis=axis)
-    if instr.opcode == "reduce-scatter":
+    if opcode == "reduce-scatter":
         return np.split(reduced(0), len(group), axis=axis)[position]
     pieces = [np.split(m[0], len(group), axis=axis) for m in members]  # all-to-all, array form
     return np.concatenate([piece[position] for piece in pieces], axis=axis)
@@ -205,3 +215,36 @@ def handle_collective_permute(ev: HloEvaluator, instr: HloInstruction, operands:
     values = device.exchange(instr, list(range(device.count)), operands[0])
     sources = [s for s, t in pairs if t == device.index]
     return np.array(values[sources[0]]) if sources else np.zeros_like(operands[0])
+
+
+@register("collective-broadcast")
+def handle_collective_broadcast(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) -> Value:
+    """The first device of each group sends its operand to the others (on one device: its own)."""
+    device = ev.device
+    if device is None:
+        return operands[0]
+    group = device.group_of(instr)
+    values = device.exchange(instr, group, operands[0])
+    return np.array(values[group[0]])
+
+
+@register("all-reduce-start", "all-gather-start", "collective-permute-start")
+def handle_async_start(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) -> Value:
+    """The collective, done at once (the interpreter has nothing to overlap it with), packed as
+    the start's value: all-reduce's result; all-gather's ``(operand, result)``; collective-permute's
+    ``(operand, result[, 0, 0])``."""
+    if instr.opcode == "all-reduce-start":
+        results = [instr.shape] if not instr.shape.is_tuple else list(instr.shape.tuple_shapes)
+        return _collective(ev, instr, "all-reduce", operands, results)
+    if instr.opcode == "all-gather-start":
+        return (operands[0], _collective(ev, instr, "all-gather", operands, [instr.shape.tuple_shapes[1]]))
+    received = handle_collective_permute(ev, instr, operands)
+    context = (np.zeros((), np.uint32),) * (len(instr.shape.tuple_shapes) - 2)
+    return (operands[0], received, *context)
+
+
+@register("all-reduce-done", "all-gather-done", "collective-permute-done")
+def handle_async_done(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) -> Value:
+    """The result its start computed."""
+    started = operands[0]
+    return started[1] if isinstance(started, tuple) else started

@@ -4,7 +4,7 @@ Like XLA's ``xla/hlo/transforms/expanders/``, each pass here replaces one opcode
 equivalent group of simpler instructions (``topk`` -> ``sort`` + ``slice``, legacy ``rng``
 -> ``rng-get-and-update-state`` + ``rng-bit-generator`` + conversion, a tuple ``constant`` ->
 ``tuple`` of array constants, a variadic ``all-reduce`` -> one per operand, a ``conditional``
-inside a reducer -> ``select``s). They run first
+inside a reducer -> ``select``s, an asynchronous collective's start/done pair -> the collective). They run first
 in the CPU and GPU pipelines, so
 the optimizer sees the simple ops and can fuse and simplify them like any others
 (:func:`add_expanders` puts them there).
@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.passes.expanders.all_reduce_splitter import AllReduceSplitter
+from xla_teach.passes.expanders.async_collective_to_sync import AsyncCollectiveToSync
 from xla_teach.passes.expanders.conditional_to_select import ConditionalToSelect
 from xla_teach.passes.expanders.rng_expander import RngExpander
 from xla_teach.passes.expanders.topk_custom_call_rewriter import TopkCustomCallRewriter
@@ -39,8 +40,9 @@ def add_expanders(pipeline: HloPassPipeline, keep_fusion: Callable[[HloInstructi
         raise ValueError(f"{pipeline.name} has no 'optimization' stage to put the expanders in")
     optimization.passes[:0] = [Defuser(keep_fusion), RngExpander(), TopkCustomCallRewriter(),
                                TopkDecomposer(decompose_topk), TupleConstantSplitter(),
-                               AllReduceSplitter(), ConditionalToSelect()]
+                               AsyncCollectiveToSync(), AllReduceSplitter(), ConditionalToSelect()]
 
 
-__all__ = ["AllReduceSplitter", "ConditionalToSelect", "RngExpander", "TopkCustomCallRewriter", "TopkDecomposer",
+__all__ = ["AllReduceSplitter", "AsyncCollectiveToSync", "ConditionalToSelect", "RngExpander", "TopkCustomCallRewriter",
+           "TopkDecomposer",
            "TupleConstantSplitter", "add_expanders"]

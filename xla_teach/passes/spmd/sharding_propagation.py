@@ -11,8 +11,9 @@ one walks the computation forward, in dataflow order, one rule per kind of instr
 * ``transpose`` permutes the tile dimensions with the data dimensions; a ``broadcast``, or a
   ``reshape`` that only adds or drops dimensions of size 1, keeps each split where it lands;
 * ``dot`` of ``[m, k] x [k, n]``: rows split and the right side whole -> the result's rows are
-  split the same way (data parallelism); both split along ``k`` alike -> each device has a
-  partial sum, and the result is replicated after an ``all-reduce``;
+  split the same way (data parallelism); the right side's columns split and the left side
+  whole -> the result's columns; both split along ``k`` alike -> each device has a partial
+  sum, and the result is replicated after an ``all-reduce``;
 * ``reduce``: the kept dimensions stay split as they were; split reduced dimensions become
   replication (their devices hold partial results that an ``all-reduce`` combines);
 * ``tuple``/``get-tuple-element`` pass shardings through; everything else is replicated.
@@ -144,8 +145,9 @@ def reshaped_sharding(instr: HloInstruction, operand: HloSharding) -> HloShardin
 
 def dot_plan(dot: HloInstruction, lhs: HloSharding, rhs: HloSharding) -> tuple[str, HloSharding]:
     """How a 2-D dot (one contracting dimension on each side, no batch) runs: ``"rows"`` (the
-    left side's free dimension split, the right side whole: a local dot), ``"contracting"`` (both
-    sides split along the contraction alike: local dots + all-reduce), else ``"replicated"``."""
+    left side's free dimension split, the right side whole: a local dot), ``"columns"`` (the
+    mirror image), ``"contracting"`` (both sides split along the contraction alike: local dots +
+    all-reduce), else ``"replicated"``."""
     lc, rc = dot.attrs.get("lhs_contracting_dims", ()), dot.attrs.get("rhs_contracting_dims", ())
     if (dot.attrs.get("lhs_batch_dims") or dot.attrs.get("rhs_batch_dims") or dot.operand(0).shape.rank != 2
             or dot.operand(1).shape.rank != 2 or len(lc) != 1 or len(rc) != 1):
@@ -155,6 +157,9 @@ def dot_plan(dot: HloInstruction, lhs: HloSharding, rhs: HloSharding) -> tuple[s
     if tiled(lhs) and lhs.data_tile_dims[lc_dim] == 1 and not tiled(rhs):
         # [m tiles, 1, replicas] -> the result [m tiles, 1 (n), replicas]
         return "rows", with_assignment(data_assignment(lhs).transpose(lf_dim, lc_dim, 2), 2)
+    if tiled(rhs) and rhs.data_tile_dims[rc_dim] == 1 and not tiled(lhs):
+        # [1, n tiles, replicas] -> the result [1 (m), n tiles, replicas]
+        return "columns", with_assignment(contraction_order(rhs, rc_dim), 2)
     k = dot.operand(0).shape.dimensions[lc_dim]
     if (tiled(lhs) and tiled(rhs) and lhs.data_tile_dims[lf_dim] == 1 and rhs.data_tile_dims[rf_dim] == 1
             and lhs.data_tile_dims[lc_dim] == rhs.data_tile_dims[rc_dim] and k % lhs.data_tile_dims[lc_dim] == 0

@@ -8,7 +8,7 @@ where its operands' pieces suffice:
 
 * elementwise ops and ``transpose`` on pieces split alike: the same op on the pieces, no data moves;
 * data parallelism, a ``dot`` whose left rows are split and whose right side is whole: a local
-  ``dot`` on each device's rows;
+  ``dot`` on each device's rows (and the mirror image: the right side's columns split);
 * a ``dot`` split along its contracting dimension on both sides: each device multiplies its
   slices -- a *partial* sum -- and an ``all-reduce`` adds the partial sums;
 * a ``reduce`` over split dimensions: a local ``reduce`` of the piece, then an ``all-reduce``
@@ -210,6 +210,12 @@ class _PerDeviceBuilder:
             self.note(f"{dot.name}: rows split, right side whole: a local dot (data parallelism)")
             return self.clone(dot, [self.local[lhs.unique_id], self.local[rhs.unique_id]],
                               (m_tile, dot.shape.dimensions[1])), result
+        if how == "columns":
+            (rc,) = dot.attrs["rhs_contracting_dims"]
+            n_tile = self.have[rhs.unique_id].tile_shape(rhs.shape.dimensions)[1 - rc]
+            self.note(f"{dot.name}: columns split, left side whole: a local dot")
+            return self.clone(dot, [self.local[lhs.unique_id], self.local[rhs.unique_id]],
+                              (dot.shape.dimensions[0], n_tile)), result
         if how == "contracting":
             partial = self.clone(dot, [self.local[lhs.unique_id], self.local[rhs.unique_id]], dot.shape.dimensions)
             assignment = contraction_order(self.have[lhs.unique_id], lc)  # [k tiles, 1, replicas]
