@@ -11,6 +11,11 @@ process runs the same steps, and rank 0 reports the median step time. "sent" is 
 device sends per step for its all-reduces, with a ring all-reduce's ``2 (g-1)/g`` bytes per byte
 reduced. The time per step includes the collectives (an ``MPI_Allgather`` of pickled arrays
 per all-reduce over MPI; a rendezvous of threads in one process).
+
+Each configuration runs twice: with the backend's thread pool (one device already uses every
+core for its kernels, so a second device on the same cores only adds communication), and with
+one core per device (``--xla_teach_cpu_parallel=false``), which shows what splitting the batch
+buys when every device has cores of its own, as on several machines.
 """
 
 from __future__ import annotations
@@ -104,31 +109,37 @@ def main() -> int:
     if a.worker:
         worker(a.steps, a.batch)
         return 0
+    import os
+
     from xla_teach import flags
 
-    print(f"MLP 784-512-10 training step, batch {a.batch}, median of {a.steps} steps")
-    print(f"{'devices':<28} {'step':>10} {'speed-up':>9} {'sent per device':>16}")
-    base = None
-    for devices in (1, 2):
-        with flags.override(xla_force_host_platform_device_count=devices):
-            seconds, sent = measure(devices, a.steps, a.batch)
-        base = base or seconds
-        print(f"{f'{devices} CPU thread(s), 1 process':<28} {seconds * 1e3:>8.2f}ms {base / seconds:>8.2f}x "
-              f"{sent / 1024:>13.1f}KiB", flush=True)
     mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
-    if mpiexec is None:
-        print("no mpiexec: pip install -e '.[mpi]' for the MPI rows")
-        return 0
-    for processes in (1, 2):
-        run = subprocess.run([mpiexec, "-n", str(processes), sys.executable, __file__, "--worker", "--steps",
-                              str(a.steps), "--batch", str(a.batch)], capture_output=True, text=True, timeout=900)
-        line = next((x for x in run.stdout.splitlines() if x.startswith("RESULT")), None)
-        if line is None:
-            print(f"{processes} MPI process(es) failed:\n{run.stderr[-2000:]}")
-            return 1
-        seconds, sent = float(line.split()[1]), int(line.split()[2])
-        print(f"{f'{processes} MPI process(es)':<28} {seconds * 1e3:>8.2f}ms {base / seconds:>8.2f}x "
-              f"{sent / 1024:>13.1f}KiB", flush=True)
+    print(f"MLP 784-512-10 training step, batch {a.batch}, median of {a.steps} steps")
+    for parallel in (True, False):
+        print("\n" + ("kernels on every core (the thread pool)" if parallel else "one core per device"))
+        print(f"{'devices':<28} {'step':>10} {'speed-up':>9} {'sent per device':>16}")
+        base = None
+        for devices in (1, 2):
+            with flags.override(xla_force_host_platform_device_count=devices, xla_teach_cpu_parallel=parallel):
+                seconds, sent = measure(devices, a.steps, a.batch)
+            base = base or seconds
+            print(f"{f'{devices} CPU thread(s), 1 process':<28} {seconds * 1e3:>8.2f}ms {base / seconds:>8.2f}x "
+                  f"{sent / 1024:>13.1f}KiB", flush=True)
+        if mpiexec is None:
+            print("no mpiexec: pip install -e '.[mpi]' for the MPI rows")
+            continue
+        env = dict(os.environ, XLA_FLAGS=f"--xla_teach_cpu_parallel={str(parallel).lower()}")
+        for processes in (1, 2):
+            run = subprocess.run([mpiexec, "-n", str(processes), sys.executable, __file__, "--worker", "--steps",
+                                  str(a.steps), "--batch", str(a.batch)], capture_output=True, text=True,
+                                 timeout=900, env=env)
+            line = next((x for x in run.stdout.splitlines() if x.startswith("RESULT")), None)
+            if line is None:
+                print(f"{processes} MPI process(es) failed:\n{run.stderr[-2000:]}")
+                return 1
+            seconds, sent = float(line.split()[1]), int(line.split()[2])
+            print(f"{f'{processes} MPI process(es)':<28} {seconds * 1e3:>8.2f}ms {base / seconds:>8.2f}x "
+                  f"{sent / 1024:>13.1f}KiB", flush=True)
     return 0
 
 
