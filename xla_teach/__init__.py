@@ -12,6 +12,7 @@ from xla_teach.api import execute
 from xla_teach.frontend.autodiff import grad, jvp, value_and_grad, vjp
 from xla_teach.frontend.errors import CompilationError
 from xla_teach.frontend.jit import jit
+from xla_teach.frontend.shard_map import shard_map
 from xla_teach.frontend.sharding import device_count, devices, make_mesh, with_sharding_constraint
 from xla_teach.frontend.tracer import name_scope as named_scope
 from xla_teach.hlo.builder import XlaBuilder
@@ -45,6 +46,7 @@ __all__ = [
     "execute",
     "parse_hlo",
     "parse_shape",
+    "shard_map",
     "value_and_grad",
     "vjp",
     "with_sharding_constraint",
