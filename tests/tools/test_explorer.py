@@ -526,3 +526,40 @@ def test_explorer_of_2000_instructions_opens_a_group_at_a_time(browser, tmp_path
     assert browser.execute_script("return document.querySelector('#graph g.cluster.fused.selected').dataset.fusion") == fusion[-1]
     assert _errors(browser) == []
     browser.save_screenshot(str(tmp_path / "deep.png"))
+
+
+@pytest.mark.slow
+def test_explorer_shows_shardings_and_collectives_in_a_browser(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A data-parallel training step on 4 CPU devices: the per-device module's graph marks each
+    split value with a band coloured by how it is split, draws the all-reduces as collectives,
+    and the details panel names the sharding."""
+    from selenium.webdriver.common.by import By
+
+    import xla_teach
+    from xla_teach.hlo.sharding import parse_sharding
+    from xla_teach.sharding import NamedSharding, P
+    from xla_teach.tools.explorer.model import split_label
+
+    with flags.override(xla_force_host_platform_device_count=4):
+        mesh = xla_teach.make_mesh((4,), ("batch",))
+        batch, whole = NamedSharding(mesh, P("batch")), NamedSharding(mesh, P())
+        step = xla_teach.jit(train_step, in_shardings=(whole, batch, batch))
+        rng = np.random.default_rng(0)
+        params = {"w1": rng.standard_normal((16, 32)).astype(np.float32), "b1": np.zeros(32, np.float32),
+                  "w2": rng.standard_normal((32, 4)).astype(np.float32), "b2": np.zeros(4, np.float32)}
+        x = rng.standard_normal((64, 16)).astype(np.float32)
+        y = np.eye(4, dtype=np.float32)[rng.integers(0, 4, 64)]
+        compiled = step.lower(params, x, y).compile()
+    assert split_label(parse_sharding("{devices=[4,1]<=[4]}")) == "split 4x1"
+    assert split_label(parse_sharding("{devices=[2,1,2]<=[4] last_tile_dim_replicate}")) == "split 2x1, x2 copies"
+    browser.get(compiled.explore(str(tmp_path / "sharded.html")).path.as_uri())
+    bands = browser.execute_script("return [...document.querySelectorAll('#graph rect.split')].map(r => [r.dataset.split, r.getAttribute('fill')])")
+    assert ["split 4x1", bands[[b[0] for b in bands].index("split 4x1")][1]] in bands
+    colours = {split: fill for split, fill in bands}
+    assert len(set(colours.values())) == len(colours)  # one colour per way of splitting
+    collectives = browser.execute_script("return [...document.querySelectorAll('#graph g.node.collective')].map(n => n.dataset.name)")
+    assert collectives and all("all-reduce" in name for name in collectives)
+    browser.execute_script("document.querySelector('#graph g.node[data-name=\"x\"]').dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    assert "split 4x1: {devices=[4,1]" in browser.find_element(By.ID, "details").text
+    assert _errors(browser) == []
+    browser.save_screenshot(str(tmp_path / "sharded.png"))

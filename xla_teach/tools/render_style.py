@@ -29,7 +29,7 @@ import html
 from dataclasses import dataclass
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction
-from xla_teach.hlo.opcodes import ELEMENTWISE_KINDS, AttrKind, OpKind
+from xla_teach.hlo.opcodes import CROSS_DEVICE_OPCODES, ELEMENTWISE_KINDS, AttrKind, OpKind
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,7 @@ CATEGORY_COLORS: dict[str, str] = {
     "control flow": "dark_green",
     "fusion": "gray",
     "sort": "purple",
+    "collective": "red",  # where devices exchange values (xla_teach's own colour: XLA draws them brown)
     "special": "brown",
 }
 
@@ -106,6 +107,8 @@ def category(instr: HloInstruction) -> str:
         return "fusion"
     if op == "bitcast":
         return "tuple"  # XLA draws bitcasts (free re-interpretations) white, like tuples
+    if op.removesuffix("-start").removesuffix("-done") in CROSS_DEVICE_OPCODES - {"partition-id", "replica-id"}:
+        return "collective"
     kind = instr.info.kind
     if kind in ELEMENTWISE_KINDS:
         return "elementwise"

@@ -5,7 +5,9 @@
   (:mod:`.structural_diff`) and the index of a graph of what changed;
 * ``instructions`` -- every instruction of the optimized module: its HLO line, opcode, shape,
   the front end's ``op_name`` and Python source line, the fusion that holds it, the kernel
-  that computes it (with that function's LLVM IR and, on the GPU, its PTX) and its buffer slice;
+  that computes it (with that function's LLVM IR and, on the GPU, its PTX), its buffer slice,
+  and its sharding (in a program for several devices: the graph draws a band whose colour
+  stands for how the value is split, and collectives in their own colour);
 * ``sources`` -- the Python lines the metadata points at, read from the files when they exist;
 * ``entry`` and ``palette`` -- the ENTRY computation's name and the colour of each category of op
   (XLA's colours, :mod:`xla_teach.tools.render_style`): the page lays the module's graph out itself,
@@ -27,6 +29,7 @@ from typing import Any
 from xla_teach.backends.llvm.kernel_support import kernel_symbols
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.sharding import HloSharding
 from xla_teach.passes.pass_base import PassRecord
 from xla_teach.tools import render_style as style
 from xla_teach.tools.explorer.structural_diff import fusion_owners, structural_diff
@@ -85,6 +88,22 @@ def _metadata(instr: HloInstruction) -> dict[str, Any]:
             "source_line": int(fields.get("source_line", 0) or 0)}
 
 
+def split_label(sharding: HloSharding) -> str:
+    """A sharding in a few words, for the module graph: ``split 4x1``, ``split 2x1, x2 copies``,
+    ``replicated``, ``on device 3`` (a tuple's elements joined by ``|``)."""
+    if sharding.is_tuple:
+        return " | ".join(split_label(e) for e in sharding.elements)
+    if sharding.kind == "maximal":
+        return f"on device {sharding.device}"
+    if sharding.kind != "tiled" or all(d == 1 for d in sharding.data_tile_dims):
+        return sharding.kind if sharding.kind != "tiled" else "replicated"
+    label = "split " + "x".join(str(d) for d in sharding.data_tile_dims)
+    copies = 1
+    for d in sharding.tile_dims[sharding.data_rank:]:
+        copies *= d
+    return label + (f", x{copies} copies" if copies > 1 else "")
+
+
 def _instruction_table(module: HloModule, executable: Any) -> dict[str, dict[str, Any]]:
     artifacts = getattr(executable, "artifacts", None)
     ir_functions = _functions(getattr(artifacts, "llvm_ir", "") or "", "define")
@@ -102,6 +121,9 @@ def _instruction_table(module: HloModule, executable: Any) -> dict[str, dict[str
                                      **_metadata(instr)}
             if instr.opcode == "parameter":
                 entry["parameter_number"] = instr.parameter_number
+            if instr.sharding is not None:
+                entry["sharding"] = str(instr.sharding)
+                entry["split"] = split_label(instr.sharding)
             if instr.opcode == "fusion":
                 entry["fusion_kind"] = instr.fusion_kind
                 entry["members"] = [i.name for i in instr.fused_computation.instructions if i.opcode != "parameter"]

@@ -301,6 +301,7 @@
     if (scope && scope.depth) html += "<dt>group</dt><dd>" + graph.ancestors(scope.id).reverse().slice(1).map((id) => esc(graph.groups.get(id).label)).join(" &rsaquo; ") + "</dd>";
     if (o.kernel) html += "<dt>kernel</dt><dd><code>" + esc(o.kernel) + "</code></dd>";
     if (o.buffer) html += "<dt>buffer</dt><dd>" + esc(o.buffer) + "</dd>";
+    if (o.sharding) html += "<dt>sharding</dt><dd>" + esc(o.split) + ": <code>" + esc(o.sharding) + "</code></dd>";
     html += liveHtml(name);
     const t = data.profile && data.profile.thunks[name];
     if (t) html += "<dt>time</dt><dd>" + t.us.toFixed(2) + " \u00b5s per run (" + (100 * t.us / Math.max(data.profile.run_us, 1e-9)).toFixed(1) + "% of a run)</dd>";

@@ -180,7 +180,18 @@
       const o = instrs[node.name];
       const second = (o.opcode === "fusion" ? "fusion " + (o.fusion_kind || "") : o.opcode) + " " + o.shape;
       const leaf = o.op_name && o.opcode !== "parameter" ? scopes(o.op_name).pop() : "";
-      return leaf ? [displayName(node.name), second, leaf] : [displayName(node.name), second];
+      const text = leaf ? [displayName(node.name), second, leaf] : [displayName(node.name), second];
+      if (o.split) text.push("\u25a6 " + o.split);  // how the value is split across devices
+      return text;
+    }
+
+    // One colour per way of splitting a value, so that values split alike look alike.
+    const SPLIT_COLOURS = ["#e65100", "#6a1b9a", "#00838f", "#2e7d32", "#ad1457", "#4e342e", "#283593", "#9e9d24"];
+    const splitColour = new Map();
+    function colourOfSplit(split) {
+      if (split === "replicated") return "#90a4ae";
+      if (!splitColour.has(split)) splitColour.set(split, SPLIT_COLOURS[splitColour.size % SPLIT_COLOURS.length]);
+      return splitColour.get(split);
     }
 
     const layouts = new Map();
@@ -252,10 +263,16 @@
         } else {
           const o = instrs[node.name];
           colours = palette[o.category] || ["white", "#9e9e9e", "black"];
-          attrs = 'class="node' + (o.opcode === "fusion" ? " fusion" : "") + '" data-name="' + esc(node.name) + '"';
-          title = o.line + (o.op_name ? "\nop_name: " + o.op_name : "");
+          attrs = 'class="node' + (o.opcode === "fusion" ? " fusion" : "") + (o.category === "collective" ? " collective" : "") +
+            '" data-name="' + esc(node.name) + '"';
+          title = o.line + (o.op_name ? "\nop_name: " + o.op_name : "") + (o.sharding ? "\nsharding: " + o.sharding : "");
         }
         out += "<g " + attrs + "><title>" + esc(title) + '</title><polygon points="' + points + '" fill="' + colours[0] + '" stroke="' + colours[1] + '"/>';
+        const o = node.group ? null : instrs[node.name];
+        if (o && o.split) {  // a band down the left edge, coloured by how the value is split
+          out += '<rect class="split" data-split="' + esc(o.split) + '" x="' + x + '" y="' + y + '" width="6" height="' + box.height +
+            '" fill="' + colourOfSplit(o.split) + '"><title>' + esc(o.split + ": " + o.sharding) + "</title></rect>";
+        }
         node.text.forEach((t, i) => {
           out += '<text x="' + box.x + '" y="' + (y + 16 + 14 * i) + '" fill="' + colours[2] + '"' + (i === 0 ? ' font-weight="600"' : "") + ">" + esc(t) + "</text>";
         });
