@@ -5,7 +5,8 @@ its documented order; the CPU adds the expanders first (``rng-expander``,
 ``topk-decomposer``, ``tuple-constant-splitter``, ``all-reduce-splitter``,
 ``conditional-to-select``: ops with no kernel of their own), ``change-op-data-type``
 (f16/bf16 and mixed-type products computed in f32), ``conv-canonicalization`` (convolutions in
-the layout of the blocked im2col + BLAS kernel), its fusion rules, the dot strategy, and
+the layout of the blocked im2col + BLAS kernel), ``all-reduce-combiner`` (in a module for several
+devices: one meeting for independent all-reduces), its fusion rules, the dot strategy, and
 the memory scheduler that backends need before buffer assignment.
 """
 
@@ -24,6 +25,7 @@ from xla_teach.passes.lowering.tree_reduction_rewriter import TreeReductionRewri
 from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.pipeline import default_pipeline
 from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
+from xla_teach.passes.spmd.all_reduce_combiner import AllReduceCombiner
 
 # A CPU loop fusion is one loop whose body LLVM compiles once; long elementwise chains (JAX
 # writes erf as some 180 instructions) cost nothing per element to keep together, and splitting
@@ -38,6 +40,7 @@ def cpu_pipeline() -> HloPassPipeline:
                   decompose_topk=lambda topk: topk_parameters(topk) is None)  # the rest run the top-k kernel
     pipeline.insert_before("fusion", ChangeOpDataType())
     pipeline.insert_before("fusion", ConvCanonicalization())
+    pipeline.insert_before("fusion", AllReduceCombiner())
     pipeline.insert_before("fusion", TreeReductionRewriter())
     pipeline.insert_before("fusion", RowFusion())
     pipeline.add_pass(HloPassPipeline("cpu-codegen-prepare", [

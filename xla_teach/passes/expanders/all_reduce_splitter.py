@@ -52,6 +52,8 @@ class AllReduceSplitter(HloPass):
     is_optimization = False  # runs even at optimization level 0, like the other expanders
 
     def run_on_computation(self, comp: HloComputation) -> bool:
+        if comp.parent is not None and comp.parent.device_count() > 1:
+            return False  # several devices: collectives run on the host, a variadic one included
         changed = False
         for instr in list(comp.instructions):
             if instr.opcode != "all-reduce" or not instr.shape.is_tuple:
