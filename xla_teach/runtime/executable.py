@@ -77,6 +77,15 @@ class SequenceExecutable:
         root_leaves = comp.root.shape.leaf_indices()
         self.outputs = [(assignment.slice(comp.root, idx), comp.root.shape.subshape(idx)) for idx in root_leaves]
         self.output_allocations = [a for a in assignment.allocations if a.kind == "output"]
+        # Per call, a tiny program's time is mostly this walk: decide the layouts once. A parameter
+        # in the default layout is bound as it is (ascontiguousarray only); an output in the default
+        # layout is a dtype view of its bytes, reshaped.
+        self._plain_params = [shape.has_default_layout() or shape.rank < 2  # type: ignore[attr-defined]
+                              for _, shape in self.parameter_leaves]
+        self._plain_outputs = [None if shape.is_token or s.allocation.kind == "constant" or not (
+            shape.has_default_layout() or shape.rank < 2) else (s.allocation.index, s.offset, s.size, shape.dtype,
+                                                                tuple(shape.dimensions))
+                               for s, shape in self.outputs]
         # Donation: parameter leaf position -> output leaf position that ends up in its buffer;
         # and the must-alias outputs buffer assignment could not place there (copied at the end).
         param_leaves = [(p.parameter_number, idx) for p in comp.parameter_instructions
@@ -106,7 +115,8 @@ class SequenceExecutable:
         buffers = RunBuffers(self.assignment, self.constants, temp_arena)
         bound: list[np.ndarray] = []
         for n, ((alloc_index, shape), array) in enumerate(zip(self.parameter_leaves, leaves, strict=True)):
-            physical = to_physical(np.asarray(array), shape)  # type: ignore[arg-type]
+            physical = (np.ascontiguousarray(array) if self._plain_params[n]
+                        else to_physical(np.asarray(array), shape))  # type: ignore[arg-type]
             if n in self.donated and not _writable_alone(physical, [a for k, a in enumerate(leaves) if k != n]):
                 physical = np.array(physical, copy=True)
             buffers.bind(alloc_index, physical)
@@ -116,7 +126,13 @@ class SequenceExecutable:
         for thunk in self.thunks:
             thunk.execute(buffers, profiler)
         results = []
-        for slice_, shape in self.outputs:
+        for (slice_, shape), plain in zip(self.outputs, self._plain_outputs, strict=True):
+            if plain is not None:
+                index, offset, size, dtype, dims = plain
+                owner = buffers.arrays[index]
+                assert owner is not None, f"allocation {index} is not bound"
+                results.append(owner.reshape(-1).view(np.uint8)[offset:offset + size].view(dtype).reshape(dims))
+                continue
             kind = slice_.allocation.kind
             if shape.is_token:  # no data: the same token value the interpreter returns
                 from xla_teach.hlo.evaluator.registry import TOKEN
