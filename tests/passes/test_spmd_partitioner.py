@@ -73,6 +73,14 @@ CASES = {
                    "  z = f32[] constant(0)\n  ROOT r = f32[] reduce(p0, z), dimensions={0,1}, to_apply=add"),
     "transpose_then_reshape": ([("f32[4,8]", "{devices=[2,2]<=[4]}")],
                                "  t = f32[8,4] transpose(p0), dimensions={1,0}\n  ROOT r = f32[32] reshape(t)"),
+    # slice, pad, concatenate and reverse along dimensions that are not split: local
+    "data_movement": ([("f32[8,6]", "{devices=[4,1]<=[4]}"), ("f32[8,2]", "{devices=[4,1]<=[4]}")],
+                      "  s = f32[8,4] slice(p0), slice={[0:8], [1:5]}\n  z = f32[] constant(0)\n"
+                      "  p = f32[8,7] pad(s, z), padding=0_0x1_2\n  c = f32[8,9] concatenate(p, p1), dimensions={1}\n"
+                      "  ROOT r = f32[8,9] reverse(c), dimensions={1}"),
+    # a slice of the split dimension: computed whole, from gathered rows
+    "slice_split_dimension": ([("f32[8,6]", "{devices=[4,1]<=[4]}")],
+                              "  ROOT s = f32[5,6] slice(p0), slice={[1:6], [0:6]}"),
     # a Sharding custom call reshards; the ROOT's own sharding is honoured
     "constraint": ([("f32[8,4]", "{devices=[4,1]<=[4]}")],
                    "  c = f32[8,4] custom-call(p0), custom_call_target=\"Sharding\", sharding={devices=[1,4]<=[4]}\n"
@@ -104,6 +112,7 @@ def test_partitioned_programs_give_the_one_device_result(case: str) -> None:
     ("reduce_split", {"all-reduce": 1, "all-gather": 0}),
     ("elementwise", {"all-reduce": 0, "all-gather": 1}),  # p1 resharded: gathered, then sliced
     ("dot_columns", {"all-reduce": 0, "all-gather": 0}),
+    ("data_movement", {"all-reduce": 0, "all-gather": 0}),
     ("dot_other", {"all-reduce": 0, "all-gather": 2}),  # both operands gathered
 ])
 def test_the_fast_paths_move_only_what_they_must(case: str, collectives: dict[str, int]) -> None:

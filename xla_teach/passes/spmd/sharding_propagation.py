@@ -16,6 +16,8 @@ one walks the computation forward, in dataflow order, one rule per kind of instr
   sum, and the result is replicated after an ``all-reduce``;
 * ``reduce``: the kept dimensions stay split as they were; split reduced dimensions become
   replication (their devices hold partial results that an ``all-reduce`` combines);
+* ``slice``, ``pad``, ``concatenate`` and ``reverse`` keep the first operand's split when they
+  only rearrange dimensions that are not split (each device slices or pads its own piece);
 * ``tuple``/``get-tuple-element`` pass shardings through; everything else is replicated.
 
 XLA's propagation also runs backwards (from users to operands) and weighs alternatives by cost;
@@ -107,11 +109,27 @@ def natural_sharding(instr: HloInstruction, of: Callable[[HloInstruction], HloSh
         return with_assignment(assignment.transpose(perm + [len(perm)]), len(perm))
     if op == "reshape" or op == "broadcast":
         return reshaped_sharding(instr, of(instr.operand(0)))
+    if op in ("slice", "pad", "concatenate", "reverse"):
+        first = of(instr.operand(0))
+        if tiled(first) and not any(first.data_tile_dims[d] != 1 for d in moved_dimensions(instr)):
+            return first
+        return REPLICATED
     if op == "dot":
         return dot_plan(instr, of(instr.operand(0)), of(instr.operand(1)))[1]
     if op == "reduce" and instr.operand_count == 2:
         return reduce_plan(instr, of(instr.operand(0)))[1]
     return REPLICATED
+
+
+def moved_dimensions(instr: HloInstruction) -> list[int]:
+    """The dimensions a slice, pad, concatenate or reverse rearranges (the others it leaves alone:
+    split there, each device can do its part alone)."""
+    dims = instr.operand(0).shape.dimensions
+    if instr.opcode == "slice":
+        return [d for d, s in enumerate(instr.attr("slice")) if (s.start, s.limit, s.stride) != (0, dims[d], 1)]
+    if instr.opcode == "pad":
+        return [d for d, p in enumerate(instr.attr("padding")) if (p.low, p.high, p.interior) != (0, 0, 0)]
+    return list(instr.dimensions)  # concatenate: its dimension; reverse: the reversed ones
 
 
 def reshaped_sharding(instr: HloInstruction, operand: HloSharding) -> HloSharding:

@@ -6,7 +6,8 @@ rewritten, instruction by instruction in dataflow order, into the per-device pro
 gets the sharding :mod:`sharding_propagation` chose, and each instruction is computed *locally*
 where its operands' pieces suffice:
 
-* elementwise ops and ``transpose`` on pieces split alike: the same op on the pieces, no data moves;
+* elementwise ops and ``transpose`` on pieces split alike: the same op on the pieces, no data
+  moves; so do ``slice``, ``pad``, ``concatenate`` and ``reverse`` along dimensions that are not split;
 * data parallelism, a ``dot`` whose left rows are split and whose right side is whole: a local
   ``dot`` on each device's rows (and the mirror image: the right side's columns split);
 * a ``dot`` split along its contracting dimension on both sides: each device multiplies its
@@ -181,19 +182,24 @@ class _PerDeviceBuilder:
                     has.elements[index] if has.is_tuple else REPLICATED)
         keeps_shape = (op in ("reshape", "bitcast", "copy")
                        and instr.shape.dimensions == instr.operand(0).shape.dimensions)
-        follows = op in ("transpose", "reshape", "broadcast")  # the result's split follows the operand's
+        # the result's split follows the (first) operand's
+        follows = op in ("transpose", "reshape", "broadcast", "slice", "pad", "concatenate", "reverse")
         if instr.shape.is_array and (is_elementwise(op) or keeps_shape or follows):
             target = natural_sharding(instr, lambda o: self.have[o.unique_id])
             operands = []
-            for o in instr.operands:
+            for k, o in enumerate(instr.operands):
                 want = target if o.shape.rank == instr.shape.rank else REPLICATED
-                if follows:
-                    want = self.have[o.unique_id] if tiled(target) else REPLICATED
+                if follows and op != "concatenate":
+                    want = self.have[o.unique_id] if tiled(target) and k == 0 else REPLICATED
                 operands.append(self.to(o, want))
             dims = target.tile_shape(instr.shape.dimensions) if tiled(target) else instr.shape.dimensions
             if tiled(target):
                 self.note(f"{instr.name}: {op} on each device's piece")
-            return self.clone(instr, operands, dims), target
+            local = self.clone(instr, operands, dims)
+            if op == "slice" and tiled(target):  # a split dimension is sliced whole: the whole piece
+                local.attrs["slice"] = tuple(SliceDim(0, t) if n > 1 else s for s, t, n in zip(
+                    instr.attr("slice"), dims, target.data_tile_dims, strict=True))
+            return local, target
         if op == "dot":
             return self.lower_dot(instr)
         if op == "reduce" and instr.operand_count == 2 and instr.shape.is_array:
