@@ -20,7 +20,12 @@ from xla_teach.passes.spmd.spmd_partitioner import SpmdPartitioner, partition
 
 DATA = Path(__file__).parents[1] / "data" / "spmd"
 
-ADD = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n\n"
+ADD = ("add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n\n"
+       "cond {\n  s = (s32[], f32[8,4]) parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n"
+       "  three = s32[] constant(3)\n  ROOT lt = pred[] compare(i, three), direction=LT\n}\n\n"
+       "body {\n  s = (s32[], f32[8,4]) parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n"
+       "  one = s32[] constant(1)\n  next = s32[] add(i, one)\n  x = f32[8,4] get-tuple-element(s), index=1\n"
+       "  y = f32[8,4] sine(x)\n  ROOT t = (s32[], f32[8,4]) tuple(next, y)\n}\n\n")
 
 
 def _block(label: str) -> str:
@@ -78,6 +83,11 @@ CASES = {
                       "  s = f32[8,4] slice(p0), slice={[0:8], [1:5]}\n  z = f32[] constant(0)\n"
                       "  p = f32[8,7] pad(s, z), padding=0_0x1_2\n  c = f32[8,9] concatenate(p, p1), dimensions={1}\n"
                       "  ROOT r = f32[8,9] reverse(c), dimensions={1}"),
+    # a while loop over split state: the state gathered, the loop run whole
+    "while_loop": ([("f32[8,4]", "{devices=[4,1]<=[4]}")],
+                   "  zero = s32[] constant(0)\n  init = (s32[], f32[8,4]) tuple(zero, p0)\n"
+                   "  w = (s32[], f32[8,4]) while(init), condition=cond, body=body\n"
+                   "  ROOT r = f32[8,4] get-tuple-element(w), index=1"),
     # a slice of the split dimension: computed whole, from gathered rows
     "slice_split_dimension": ([("f32[8,6]", "{devices=[4,1]<=[4]}")],
                               "  ROOT s = f32[5,6] slice(p0), slice={[1:6], [0:6]}"),

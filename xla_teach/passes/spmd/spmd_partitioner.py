@@ -256,14 +256,26 @@ class _PerDeviceBuilder:
         for o in instr.operands:
             if o.shape.is_array:
                 operands.append(self.to(o, REPLICATED))
-            else:
-                if not self.is_replicated(o):
-                    raise NotImplementedError(f"{instr.name}: {instr.opcode} of a split tuple value "
-                                              f"({o.name}: {self.have[o.unique_id]}) is not partitioned yet")
+            elif self.is_replicated(o):
                 operands.append(self.local[o.unique_id])
+            else:  # a tuple with split elements (a while loop's state): gather each element
+                operands.append(self.gather_tuple(self.local[o.unique_id], self.have[o.unique_id], o.shape))
         if any(tiled(self.have[o.unique_id]) for o in instr.operands if o.shape.is_array):
             self.note(f"{instr.name}: {instr.opcode} runs whole on every device (operands gathered)")
         return self.clone(instr, operands, None), REPLICATED
+
+    def gather_tuple(self, value: HloInstruction, has: HloSharding, shape: Shape) -> HloInstruction:
+        """A tuple value with every element whole on every device (elements resharded one by one)."""
+        parts = []
+        for k, element_shape in enumerate(shape.tuple_shapes):
+            element = add_instruction(self.comp, "get-tuple-element", [value], {"index": k},
+                                      shape=value.shape.tuple_shapes[k])
+            element_has = has.elements[k] if has.is_tuple else REPLICATED
+            if element_shape.is_tuple:
+                parts.append(self.gather_tuple(element, element_has, element_shape))
+            else:
+                parts.append(self.reshard(element, element_has, REPLICATED, element_shape.dimensions))
+        return add_instruction(self.comp, "tuple", parts, shape=Shape.make_tuple([p.shape for p in parts]))
 
     # ---- resharding ------------------------------------------------------------------------
     def is_replicated(self, instr: HloInstruction) -> bool:
