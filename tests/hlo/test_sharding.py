@@ -18,6 +18,9 @@ from xla_teach.hlo.sharding import HloSharding, ShardingError, parse_sharding
 from xla_teach.hlo.verifier import verify_module
 
 DATA = Path(__file__).parents[1] / "data" / "spmd"
+# XLA's SPMD programs (tests/data/spmd/generate.py): sums and a transpose on a 2x2 mesh, data parallelism,
+# a matmul on the 2-D mesh, a softmax, a transpose by all-to-all, a gather from a split table, a prefix sum
+SPMD_PROGRAMS = sorted(p.stem for p in DATA.glob("*.npz"))
 
 FORMS = [
     "{replicated}", "{maximal device=3}", "{manual}", "{unknown}",
@@ -112,7 +115,7 @@ def _xla_data(name: str) -> tuple[list[np.ndarray], list[np.ndarray], list[HloSh
                                                              for i in range(n)]
 
 
-@pytest.mark.parametrize("name", ["sums_2x2", "data_parallel"])
+@pytest.mark.parametrize("name", SPMD_PROGRAMS)
 def test_xlas_per_device_modules_run_on_global_arrays(name: str) -> None:
     """XLA's optimized SPMD module for 4 devices, given the global inputs: its parameters'
     shardings split them, and the outputs put back by XLA's output shardings are XLA's."""
@@ -134,7 +137,7 @@ def test_execute_takes_global_arrays_and_says_when_an_output_needs_its_sharding(
 
 
 @pytest.mark.parametrize("backend", ["interpreter", "cpu"])
-@pytest.mark.parametrize("name", ["sums_2x2", "data_parallel"])
+@pytest.mark.parametrize("name", SPMD_PROGRAMS)
 def test_jaxs_module_before_partitioning_computes_the_global_result_on_one_device(name: str, backend: str) -> None:
     """What JAX writes before XLA partitions it (``Sharding`` and ``xla.sdy.*`` custom calls,
     shardings on parameters and results) runs on one device and gives XLA's global outputs."""

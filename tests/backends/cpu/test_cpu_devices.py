@@ -18,6 +18,9 @@ from xla_teach.hlo.parser import parse_hlo
 from xla_teach.hlo.sharding import parse_sharding
 
 DATA = Path(__file__).parents[2] / "data" / "spmd"
+# XLA's SPMD programs (tests/data/spmd/generate.py): sums and a transpose on a 2x2 mesh, data parallelism,
+# a matmul on the 2-D mesh, a softmax, a transpose by all-to-all, a gather from a split table, a prefix sum
+SPMD_PROGRAMS = sorted(p.stem for p in DATA.glob("*.npz"))
 
 LOOP = """HloModule loop, num_partitions=4
 
@@ -91,7 +94,7 @@ def test_the_collectives_are_host_steps_only_on_several_devices() -> None:
     np.testing.assert_array_equal(executable.execute([x])[0], x)  # a group of one: the operand
 
 
-@pytest.mark.parametrize("name", ["sums_2x2", "data_parallel"])
+@pytest.mark.parametrize("name", SPMD_PROGRAMS)
 def test_xlas_spmd_modules_on_four_cpu_devices(name: str) -> None:
     """XLA's per-device modules: every device's shards are XLA's, and on global arrays (split by
     the parameters' shardings, put back by XLA's output shardings) the results are XLA's."""

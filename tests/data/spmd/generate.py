@@ -27,20 +27,38 @@ def main() -> int:
         print("run with XLA_FLAGS=--xla_force_host_platform_device_count=4")
         return 1
     out_dir = Path(__file__).parent
-    mesh = jax.make_mesh((2, 2), ("x", "y"))
-    order = list(mesh.devices.flat)
+    from jax.sharding import AxisType
+
+    explicit = jax.make_mesh((2, 2), ("x", "y"))
+    mesh = jax.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Auto, AxisType.Auto))  # XLA propagates
+    order = list(explicit.devices.flat)
     rng = np.random.default_rng(0)
     programs = {
         # a sum over both axes (all-reduces over each mesh axis), a row sum, a transpose
         "sums_2x2": (lambda x: (x.sum(0), jnp.tanh(x).sum(), x.T), [rng.standard_normal((8, 4)).astype(np.float32)],
-                     [P("x", "y")]),
+                     [P("x", "y")], explicit),
         # data parallel: a batch-sharded matmul with a replicated weight and a mean over the batch
         "data_parallel": (lambda x, w: jnp.mean(jnp.tanh(x @ w)), [rng.standard_normal((16, 8)).astype(np.float32),
                                                                    rng.standard_normal((8, 4)).astype(np.float32)],
-                          [P(("x", "y")), P()]),
+                          [P(("x", "y")), P()], explicit),
+        # a matmul on the 2-D mesh: rows over x, the contraction over y
+        "matmul_2d": (lambda a, b: a @ b, [rng.standard_normal((8, 8)).astype(np.float32),
+                                            rng.standard_normal((8, 4)).astype(np.float32)], [P("x", "y"), P("y")], mesh),
+        # a softmax over a split axis: max and sum across devices
+        "softmax_split": (lambda x: jax.nn.softmax(x, axis=-1), [rng.standard_normal((4, 16)).astype(np.float32)],
+                          [P(None, ("x", "y"))], mesh),
+        # a transpose of rows split four ways into columns split four ways (an all-to-all)
+        "transpose_all_to_all": (lambda x: jax.lax.with_sharding_constraint(x.T, NamedSharding(mesh, P(("x", "y")))),
+                                 [rng.standard_normal((8, 8)).astype(np.float32)], [P(("x", "y"))], mesh),
+        # a gather from a table split by rows
+        "gather_split_table": (lambda t, i: t[i], [rng.standard_normal((16, 4)).astype(np.float32),
+                                                    rng.integers(0, 16, 6).astype(np.int32)], [P(("x", "y")), P()], mesh),
+        # a prefix sum over a split axis
+        "cumsum_split": (lambda x: jnp.cumsum(x, axis=1), [rng.standard_normal((4, 16)).astype(np.float32)],
+                         [P(None, ("x", "y"))], mesh),
     }
-    for name, (fn, args, specs) in programs.items():
-        placed = [jax.device_put(a, NamedSharding(mesh, s)) for a, s in zip(args, specs, strict=True)]
+    for name, (fn, args, specs, on) in programs.items():
+        placed = [jax.device_put(a, NamedSharding(on, s)) for a, s in zip(args, specs, strict=True)]
         jitted = jax.jit(fn)
         lowered = jitted.lower(*placed)
         compiled = lowered.compile()

@@ -200,6 +200,11 @@ def _collective(ev: HloEvaluator, instr: HloInstruction, opcode: str, operands: 
         return np.concatenate([m[0] for m in members], axis=axis)
     if opcode == "reduce-scatter":
         return np.split(reduced(0), len(group), axis=axis)[position]
+    if len(operands) > 1:  # all-to-all, tuple form: member j's operand i goes to member i, as result j
+        if len(operands) != len(group):
+            raise ValueError(f"{instr.name}: a tuple all-to-all needs one operand per group member "
+                             f"({len(group)}), it has {len(operands)}")
+        return tuple(np.array(member[position]) for member in members)
     pieces = [np.split(m[0], len(group), axis=axis) for m in members]  # all-to-all, array form
     return np.concatenate([piece[position] for piece in pieces], axis=axis)
 

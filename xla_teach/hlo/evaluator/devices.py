@@ -16,6 +16,7 @@ from all of them -- in group order, so that every member gets the same bits::
     all-gather      concatenate them along the dimension
     reduce-scatter  reduce, then keep this member's slice along the dimension
     all-to-all      split each operand into one piece per member; member j gets the j-th pieces
+                    (tuple form: one operand per member, operand j goes to member j)
     collective-permute  receive the operand of the device whose pair targets this one (else zeros)
 
 :func:`run_global` takes and returns *global* arrays, as ``jax.jit`` does: the parameters'
