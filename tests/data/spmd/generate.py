@@ -56,6 +56,15 @@ def main() -> int:
         # a prefix sum over a split axis
         "cumsum_split": (lambda x: jnp.cumsum(x, axis=1), [rng.standard_normal((4, 16)).astype(np.float32)],
                          [P(None, ("x", "y"))], mesh),
+        # shard_map with JAX's collectives by axis name: psum, all_gather, ppermute, all_to_all, psum_scatter
+        "shard_map_collectives": (jax.shard_map(
+            lambda b: (jax.lax.psum(b, "x"), jax.lax.all_gather(b, "y", tiled=True),
+                       jax.lax.ppermute(b, "x", [(0, 1), (1, 0)]),
+                       jax.lax.all_to_all(b, "y", 0, 1, tiled=True),
+                       jax.lax.psum_scatter(b, "y", scatter_dimension=1, tiled=True)),
+            mesh=mesh, in_specs=P("x", "y"), out_specs=(P(None, "y"), P("x"), P("x", "y"), P("x", "y"), P("x", "y")),
+            check_vma=False),
+            [rng.standard_normal((8, 8)).astype(np.float32)], [P("x", "y")], mesh),
     }
     for name, (fn, args, specs, on) in programs.items():
         placed = [jax.device_put(a, NamedSharding(on, s)) for a, s in zip(args, specs, strict=True)]
