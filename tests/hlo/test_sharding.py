@@ -22,7 +22,7 @@ DATA = Path(__file__).parents[1] / "data" / "spmd"
 # a matmul on the 2-D mesh, a softmax, a transpose by all-to-all, a gather from a split table, a prefix sum
 SPMD_PROGRAMS = sorted(p.stem for p in DATA.glob("*.npz"))
 # ... of which the shard_map program's module before partitioning is Shardy's manual computation
-# (xla.sdy.GlobalToLocalShape ...), per-device code that neither one device nor our partitioner runs
+# (xla.sdy.GlobalToLocalShape ...): per-device code, which one device cannot run
 AUTO_PROGRAMS = [n for n in SPMD_PROGRAMS if "xla.sdy.GlobalToLocalShape" not in (DATA / f"{n}.before.txt").read_text()]
 
 FORMS = [
@@ -148,3 +148,18 @@ def test_jaxs_module_before_partitioning_computes_the_global_result_on_one_devic
     got = execute((DATA / f"{name}.before.txt").read_text(), args, backend=backend)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_shardys_shardings_read_as_xlas() -> None:
+    """JAX writes a shard_map's boundary in Shardy's dialect: the mesh in the module's
+    frontend attributes, a sharding per value as the mesh axes of each dimension."""
+    from xla_teach.hlo.sharding import parse_sdy_mesh, parse_sdy_shardings
+
+    mesh = parse_sdy_mesh('{xla.sdy.meshes={mesh = #sdy.mesh<["x"=2, "y"=2]>}}')
+    assert mesh is not None and mesh[1] == ("x", "y")
+    both, rows, whole = parse_sdy_shardings(
+        '#sdy.sharding_per_value<[<@mesh, [{"x"}, {"y"}]>, <@mesh, [{"y"}, {}]>, <@mesh, [{}, {}]>]>', mesh)
+    assert both.devices() == parse_sharding("{devices=[2,2]<=[4]}").devices() and both.tile_dims == (2, 2)
+    reference = parse_sharding("{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}")
+    assert rows.tile_dims == reference.tile_dims and rows.devices() == reference.devices()
+    assert whole.is_replicated

@@ -22,9 +22,6 @@ DATA = Path(__file__).parents[1] / "data" / "spmd"
 # XLA's SPMD programs (tests/data/spmd/generate.py): sums and a transpose on a 2x2 mesh, data parallelism,
 # a matmul on the 2-D mesh, a softmax, a transpose by all-to-all, a gather from a split table, a prefix sum
 SPMD_PROGRAMS = sorted(p.stem for p in DATA.glob("*.npz"))
-# ... of which the shard_map program's module before partitioning is Shardy's manual computation
-# (xla.sdy.GlobalToLocalShape ...), per-device code that neither one device nor our partitioner runs
-AUTO_PROGRAMS = [n for n in SPMD_PROGRAMS if "xla.sdy.GlobalToLocalShape" not in (DATA / f"{n}.before.txt").read_text()]
 
 ADD = ("add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n\n"
        "cond {\n  s = (s32[], f32[8,4]) parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n"
@@ -141,7 +138,7 @@ def test_the_fast_paths_move_only_what_they_must(case: str, collectives: dict[st
     assert pass_.notes  # every choice is written down
 
 
-@pytest.mark.parametrize("name", AUTO_PROGRAMS)
+@pytest.mark.parametrize("name", SPMD_PROGRAMS)
 def test_jaxs_modules_partitioned_by_xla_teach_give_xlas_results(name: str) -> None:
     """JAX's module before partitioning, partitioned here and run on 4 simulated devices and 4
     CPU devices on the global inputs, gives XLA's global outputs; the data-parallel step is a

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from xla_teach import flags
-from xla_teach.hlo.sharding import HloSharding
+from xla_teach.hlo.sharding import HloSharding, sharding_from_mesh_axes
 
 
 @dataclass(frozen=True)
@@ -114,24 +114,11 @@ class NamedSharding:
             raise ValueError(f"{self.spec!r} names {len(self.spec)} dimensions, the array has {ndim}")
         per_dim: list[tuple[str, ...]] = []
         for entry in tuple(self.spec) + (None,) * (ndim - len(self.spec)):
-            names = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
-            for name in names:
-                if name not in self.mesh.axis_names:
-                    raise ValueError(f"{self.spec!r}: '{name}' is not an axis of {self.mesh!r}")
-            per_dim.append(names)
-        used = [name for names in per_dim for name in names]
-        if len(set(used)) != len(used):
-            raise ValueError(f"{self.spec!r} uses a mesh axis twice")
-        unused = [name for name in self.mesh.axis_names if name not in used]
-        order = [self.mesh.axis_names.index(name) for name in used + unused]
-        sizes = self.mesh.shape
-        tiles = [math.prod(sizes[n] for n in names) for names in per_dim]
-        replicas = math.prod(sizes[n] for n in unused)
-        if math.prod(tiles) == 1:
-            return HloSharding.replicate()
-        grid = self.mesh.device_ids.transpose(order).reshape(-1)
-        dims = tuple(tiles) + ((replicas,) if replicas > 1 else ())
-        return HloSharding.tiled(dims, tuple(int(d) for d in grid), replicate_last=replicas > 1)
+            per_dim.append(() if entry is None else (entry,) if isinstance(entry, str) else tuple(entry))
+        try:
+            return sharding_from_mesh_axes(self.mesh.device_ids, self.mesh.axis_names, per_dim)
+        except ValueError as err:
+            raise ValueError(f"{self.spec!r} on {self.mesh!r}: {err}") from None
 
 
 def with_sharding_constraint(x: Any, sharding: NamedSharding) -> Any:

@@ -205,6 +205,50 @@ class HloSharding:
         return self.to_text()
 
 
+def sharding_from_mesh_axes(device_grid: np.ndarray, axis_names: tuple[str, ...],
+                            dims_axes: list[tuple[str, ...]]) -> HloSharding:
+    """The sharding of a value whose dimension ``k`` is split over the mesh axes ``dims_axes[k]``
+    (a mesh: ``device_grid``, an array of device ids with one named dimension per axis). The tiles
+    take the devices in mesh order; the axes that split nothing replicate (a last dimension)."""
+    used = [name for names in dims_axes for name in names]
+    if len(set(used)) != len(used):
+        raise ShardingError(f"a mesh axis splits two dimensions: {dims_axes}")
+    unknown = [n for n in used if n not in axis_names]
+    if unknown:
+        raise ShardingError(f"{unknown} are not axes of the mesh {list(axis_names)}")
+    unused = [name for name in axis_names if name not in used]
+    sizes = dict(zip(axis_names, device_grid.shape, strict=True))
+    tiles = [math.prod(sizes[n] for n in names) for names in dims_axes]
+    replicas = math.prod(sizes[n] for n in unused)
+    if math.prod(tiles) == 1:
+        return HloSharding.replicate()
+    grid = device_grid.transpose([axis_names.index(n) for n in used + unused]).reshape(-1)
+    dims = tuple(tiles) + ((replicas,) if replicas > 1 else ())
+    return HloSharding.tiled(dims, tuple(int(d) for d in grid), replicate_last=replicas > 1)
+
+
+def parse_sdy_mesh(text: str) -> tuple[np.ndarray, tuple[str, ...]] | None:
+    """Shardy's ``#sdy.mesh<["x"=2, "y"=2]>`` (as JAX writes it into the module's frontend
+    attributes) as (device grid, axis names); devices in order. None if there is none."""
+    match = re.search(r'#sdy\.mesh<\[(.*?)\]', text)
+    if match is None:
+        return None
+    axes = re.findall(r'"([^"]+)"\s*=\s*(\d+)', match.group(1))
+    names = tuple(name for name, _ in axes)
+    sizes = [int(size) for _, size in axes]
+    return np.arange(math.prod(sizes)).reshape(sizes), names
+
+
+def parse_sdy_shardings(text: str, mesh: tuple[np.ndarray, tuple[str, ...]]) -> list[HloSharding]:
+    """Shardy's ``#sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>, ...]>``: one sharding per value,
+    each a list of dimensions with the mesh axes that split them."""
+    shardings = []
+    for value in re.findall(r'<@\w+,\s*\[(.*?)\]>', text):
+        dims = [tuple(re.findall(r'"([^"]+)"', d)) for d in re.findall(r'\{([^}]*)\}', value)]
+        shardings.append(sharding_from_mesh_axes(mesh[0], mesh[1], dims))
+    return shardings
+
+
 def parse_sharding(text: str) -> HloSharding:
     """Read a sharding as XLA prints it (module docstring); :class:`ShardingError` says what is wrong."""
     parser = _Parser(text)

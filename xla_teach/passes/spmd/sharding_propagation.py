@@ -18,7 +18,10 @@ one walks the computation forward, in dataflow order, one rule per kind of instr
   replication (their devices hold partial results that an ``all-reduce`` combines);
 * ``slice``, ``pad``, ``concatenate`` and ``reverse`` keep the first operand's split when they
   only rearrange dimensions that are not split (each device slices or pads its own piece);
-* ``tuple``/``get-tuple-element`` pass shardings through; everything else is replicated.
+* ``tuple``/``get-tuple-element`` pass shardings through; everything else is replicated;
+* a ``shard_map`` as Shardy writes it -- ``xla.sdy.GlobalToLocalShape``, a ``call`` of the body,
+  ``xla.sdy.LocalToGlobalShape`` -- is *manual* inside (each device's own value, the body
+  written per device) and takes the ``xla.sdy.out_shardings`` at its end.
 
 XLA's propagation also runs backwards (from users to operands) and weighs alternatives by cost;
 this one does not: an instruction without a rule is computed whole on every device.
@@ -33,10 +36,21 @@ import numpy as np
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.hlo.opcodes import is_elementwise
-from xla_teach.hlo.sharding import HloSharding
+from xla_teach.hlo.sharding import HloSharding, parse_sdy_mesh, parse_sdy_shardings
 
 REPLICATED = HloSharding.replicate()
+MANUAL = HloSharding("manual")  # a value inside shard_map: each device's own, not a piece of a whole
 ANNOTATIONS = ("Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.ShardingConstraint")
+
+
+def sdy_shardings(instr: HloInstruction, key: str) -> list[HloSharding]:
+    """Shardy's shardings of a shard_map's boundary (``xla.sdy.in_shardings`` /
+    ``xla.sdy.out_shardings``), over the mesh the module's frontend attributes declare."""
+    module = instr.parent.parent if instr.parent is not None else None
+    mesh = parse_sdy_mesh(module.header_attributes.get("frontend_attributes", "")) if module is not None else None
+    if mesh is None:
+        raise ValueError(f"{instr.name}: a shard_map boundary, but the module declares no xla.sdy.meshes")
+    return parse_sdy_shardings(instr.frontend_attributes.get(key, ""), mesh)
 
 
 def tiled(sharding: HloSharding) -> bool:
@@ -84,12 +98,20 @@ def natural_sharding(instr: HloInstruction, of: Callable[[HloInstruction], HloSh
     op = instr.opcode
     if op == "parameter":
         return REPLICATED
-    if op == "custom-call" and instr.attrs.get("custom_call_target") in ANNOTATIONS:
+    target = instr.attrs.get("custom_call_target") if op == "custom-call" else None
+    if target in ANNOTATIONS:
         return of(instr.operand(0))
+    if target == "xla.sdy.GlobalToLocalShape" or (op == "call" and any(of(o).kind == "manual" for o in instr.operands)):
+        return MANUAL  # shard_map's body: per-device values, written by hand
+    if target == "xla.sdy.LocalToGlobalShape":
+        outs = sdy_shardings(instr, "xla.sdy.out_shardings")
+        return outs[0] if len(outs) == 1 and not instr.shape.is_tuple else HloSharding("tuple", elements=tuple(outs))
     if op == "tuple":
         return HloSharding("tuple", elements=tuple(of(o) for o in instr.operands))
     if op == "get-tuple-element":
         parent = of(instr.operand(0))
+        if parent.kind == "manual":
+            return MANUAL
         return parent.elements[instr.tuple_index] if parent.is_tuple else REPLICATED
     if instr.shape.is_tuple or not instr.shape.is_array:
         return REPLICATED

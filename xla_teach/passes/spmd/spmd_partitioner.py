@@ -71,6 +71,7 @@ from xla_teach.passes.pass_base import HloPass
 from xla_teach.passes.rewrite_utils import add_constant, add_instruction
 from xla_teach.passes.spmd.sharding_propagation import (
     ANNOTATIONS,
+    MANUAL,
     REPLICATED,
     contraction_order,
     data_assignment,
@@ -78,6 +79,7 @@ from xla_teach.passes.spmd.sharding_propagation import (
     natural_sharding,
     propagate,
     reduce_plan,
+    sdy_shardings,
     tiled,
 )
 
@@ -165,9 +167,24 @@ class _PerDeviceBuilder:
                                                         attrs={"parameter_number": instr.parameter_number}), instr.name)
             param.sharding = sharding
             return param, sharding
-        if op == "custom-call" and instr.attrs.get("custom_call_target") in ANNOTATIONS:
+        target = instr.attrs.get("custom_call_target") if op == "custom-call" else None
+        if target in ANNOTATIONS:
             operand = instr.operand(0)
             return self.local[operand.unique_id], self.have[operand.unique_id]
+        if target == "xla.sdy.GlobalToLocalShape":  # into shard_map: each device's piece, as in_shardings say
+            (want,) = sdy_shardings(instr, "xla.sdy.in_shardings")
+            self.note(f"{instr.name}: shard_map's body gets each device's piece ({want})")
+            return self.to(instr.operand(0), want), MANUAL
+        if target == "xla.sdy.LocalToGlobalShape":  # out of shard_map: the pieces of out_shardings
+            outs = sdy_shardings(instr, "xla.sdy.out_shardings")
+            parts = [self.local[o.unique_id] for o in instr.operands]
+            if not instr.shape.is_tuple:
+                return parts[0], outs[0]
+            return (add_instruction(comp, "tuple", parts, shape=Shape.make_tuple([p.shape for p in parts])),
+                    HloSharding("tuple", elements=tuple(outs)))
+        if op == "call" and any(self.have[o.unique_id].kind == "manual" for o in instr.operands):
+            self.note(f"{instr.name}: shard_map's body, as written, on every device")
+            return self.clone(instr, [self.local[o.unique_id] for o in instr.operands], None), MANUAL
         if op == "tuple":
             parts = [self.local[o.unique_id] for o in instr.operands]
             shape = Shape.make_tuple([p.shape for p in parts])
@@ -177,9 +194,9 @@ class _PerDeviceBuilder:
             parent = self.local[instr.operand(0).unique_id]
             index = instr.tuple_index
             has = self.have[instr.operand(0).unique_id]
+            element = MANUAL if has.kind == "manual" else has.elements[index] if has.is_tuple else REPLICATED
             return (add_instruction(comp, "get-tuple-element", [parent], {"index": index},
-                                    shape=parent.shape.tuple_shapes[index], name=instr.name),
-                    has.elements[index] if has.is_tuple else REPLICATED)
+                                    shape=parent.shape.tuple_shapes[index], name=instr.name), element)
         keeps_shape = (op in ("reshape", "bitcast", "copy")
                        and instr.shape.dimensions == instr.operand(0).shape.dimensions)
         # the result's split follows the (first) operand's
