@@ -112,18 +112,10 @@ def execute(module: HloModule | str, args: Sequence[Any], backend: str = DEFAULT
 
 
 def _execute_on_devices(module: HloModule, args: list[Any], backend: str) -> list[np.ndarray]:
-    from xla_teach import distributed
-    from xla_teach.hlo.evaluator.devices import run_global
-
-    count = module.device_count()
-    if distributed.process_count() > 1:
-        return _execute_over_mpi(module, args, backend)
-    if backend == "interpreter":
-        return run_global(module, args)
-    if backend != "cpu":
-        raise ValueError(f"{module.name} runs on {count} devices; the interpreter simulates several devices and the "
-                         f"CPU runs them as threads, but the {backend} backend runs one")
-    return run_on_devices(module, compile_module(module, backend), args, backend)
+    if backend not in ("interpreter", "cpu"):
+        raise ValueError(f"{module.name} runs on {module.device_count()} devices; the interpreter simulates several "
+                         f"devices and the CPU runs them as threads, but the {backend} backend runs one")
+    return run_on_devices(module, compile_module(module, backend) if backend == "cpu" else None, args, backend)
 
 
 def run_on_devices(module: HloModule, executable: Any, args: list[Any], backend: str) -> list[np.ndarray]:

@@ -39,6 +39,7 @@ import numpy as np
 
 from xla_teach.frontend.sharding import Mesh, NamedSharding, PartitionSpec
 from xla_teach.frontend.tracer import Tracer, current_context
+from xla_teach.hlo.replica_groups import replica_groups_text
 from xla_teach.hlo.sharding import HloSharding
 
 _active = threading.local()  # .mesh: the mesh of the shard_map being traced
@@ -64,10 +65,6 @@ def axis_groups(mesh: Mesh, axes: str | Sequence[str]) -> list[list[int]]:
     return [list(map(int, row)) for row in grid.reshape(-1, size)]
 
 
-def _groups_text(groups: list[list[int]]) -> str:
-    return "{" + ",".join("{" + ",".join(map(str, g)) + "}" for g in groups) + "}"
-
-
 def _traced(x: Any, what: str) -> Tracer:
     if not isinstance(x, Tracer):
         raise ValueError(f"{what} takes a traced array inside shard_map, got {type(x).__name__}")
@@ -79,7 +76,7 @@ def _all_reduce(x: Any, axes: str | Sequence[str], opcode: str) -> Tracer:
     t = _traced(x, "psum/pmax/pmin")
     b = t.op.builder
     reducer = b.create_scalar_computation(opcode, t.op.shape.element_type)  # type: ignore[attr-defined]
-    op = b.all_reduce(t.op, reducer, _groups_text(axis_groups(mesh, axes)))  # type: ignore[attr-defined]
+    op = b.all_reduce(t.op, reducer, replica_groups_text(axis_groups(mesh, axes)))  # type: ignore[attr-defined]
     return Tracer(t.ctx, op, t.weak_type)
 
 
@@ -107,7 +104,7 @@ def all_gather(x: Any, axis_name: str | Sequence[str], *, axis: int = 0, tiled: 
     if not tiled:
         dims = list(op.shape.dimensions)
         op = b.reshape(op, dims[:axis] + [1] + dims[axis:])  # type: ignore[attr-defined]
-    op = b.all_gather(op, axis, len(groups[0]), _groups_text(groups))  # type: ignore[attr-defined]
+    op = b.all_gather(op, axis, len(groups[0]), replica_groups_text(groups))  # type: ignore[attr-defined]
     return Tracer(t.ctx, op, t.weak_type)
 
 
@@ -120,7 +117,7 @@ def psum_scatter(x: Any, axis_name: str | Sequence[str], *, scatter_dimension: i
     b = t.op.builder
     groups = axis_groups(mesh, axis_name)
     reducer = b.create_scalar_computation("add", t.op.shape.element_type)  # type: ignore[attr-defined]
-    op = b.reduce_scatter(t.op, reducer, scatter_dimension, len(groups[0]), _groups_text(groups))  # type: ignore[attr-defined]
+    op = b.reduce_scatter(t.op, reducer, scatter_dimension, len(groups[0]), replica_groups_text(groups))  # type: ignore[attr-defined]
     if not tiled:
         dims = list(op.shape.dimensions)
         op = b.reshape(op, dims[:scatter_dimension] + dims[scatter_dimension + 1:])  # type: ignore[attr-defined]
@@ -146,7 +143,7 @@ def all_to_all(x: Any, axis_name: str | Sequence[str], split_axis: int, concat_a
     op = b.reshape(t.op, pieces)  # type: ignore[attr-defined]
     perm = [split_axis] + [i for i in range(len(pieces)) if i != split_axis]
     op = b.transpose(op, perm)  # type: ignore[attr-defined]
-    op = b.all_to_all(op, 0, _groups_text(groups))  # type: ignore[attr-defined]
+    op = b.all_to_all(op, 0, replica_groups_text(groups))  # type: ignore[attr-defined]
     # now piece j (leading axis) came from device j; concatenate them along concat_axis
     rest = [pieces[i] for i in perm[1:]]  # the piece's own dimensions
     move = list(range(1, len(rest) + 1))

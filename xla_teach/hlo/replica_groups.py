@@ -71,3 +71,8 @@ def expand_replica_groups(text: str, num_devices: int) -> list[list[int]]:
     if members != list(range(len(members))) or (num_devices and len(members) != num_devices):
         raise ValueError(f"replica_groups={text} does not cover devices 0..{num_devices - 1} once each: {groups}")
     return groups
+
+
+def replica_groups_text(groups: list[list[int]]) -> str:
+    """Groups as XLA's list form: ``{{0,2},{1,3}}``."""
+    return "{" + ",".join("{" + ",".join(str(d) for d in g) + "}" for g in groups) + "}"

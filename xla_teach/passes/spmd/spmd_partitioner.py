@@ -64,6 +64,7 @@ import numpy as np
 from xla_teach.hlo.attributes import PaddingDim, SliceDim
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule, NameUniquer
 from xla_teach.hlo.opcodes import is_elementwise
+from xla_teach.hlo.replica_groups import replica_groups_text
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.sharding import HloSharding
 from xla_teach.hlo.types import PrimitiveType
@@ -91,10 +92,6 @@ def same_sharding(a: HloSharding, b: HloSharding) -> bool:
     if not tiled(a) or not tiled(b):
         return not tiled(a) and not tiled(b)
     return a.data_tile_dims == b.data_tile_dims and np.array_equal(data_assignment(a), data_assignment(b))
-
-
-def groups_text(groups: list[list[int]]) -> str:
-    return "{" + ",".join("{" + ",".join(str(d) for d in g) + "}" for g in groups) + "}"
 
 
 class SpmdPartitioner(HloPass):
@@ -264,7 +261,8 @@ class _PerDeviceBuilder:
         kept_tiles = moved.shape[:len(kept)]
         groups = [list(map(int, moved[k].reshape(-1, moved.shape[-1])[:, j]))
                   for k in itertools.product(*(range(t) for t in kept_tiles)) for j in range(moved.shape[-1])]
-        self.note(f"{reduce.name}: reduces split dimensions: a local reduce + all-reduce over {groups_text(groups)}")
+        self.note(f"{reduce.name}: reduces split dimensions: a local reduce + all-reduce over "
+                  f"{replica_groups_text(groups)}")
         return self.all_reduce(local, groups, reduce.to_apply), result
 
     def whole(self, instr: HloInstruction) -> tuple[HloInstruction, HloSharding]:
@@ -321,7 +319,7 @@ class _PerDeviceBuilder:
         tile = value.shape.dimensions
         stacked = add_instruction(comp, "reshape", [value], result_dims=(1, *tile))
         everyone = add_instruction(comp, "all-gather", [stacked], {
-            "dimensions": (0,), "replica_groups": groups_text([list(range(self.n))])},
+            "dimensions": (0,), "replica_groups": replica_groups_text([list(range(self.n))])},
             shape=Shape.array(etype, (self.n, *tile)))
         assignment = data_assignment(has)
         tiles = assignment.shape[:-1]
@@ -386,7 +384,7 @@ class _PerDeviceBuilder:
     def all_reduce(self, value: HloInstruction, groups: list[list[int]], reducer: HloComputation) -> HloInstruction:
         if all(len(g) == 1 for g in groups):
             return value
-        return add_instruction(self.comp, "all-reduce", [value], {"replica_groups": groups_text(groups),
+        return add_instruction(self.comp, "all-reduce", [value], {"replica_groups": replica_groups_text(groups),
                                                                   "to_apply": reducer}, shape=value.shape)
 
     def clone(self, instr: HloInstruction, operands: list[HloInstruction],
