@@ -39,7 +39,6 @@ there with transposes and marks the convolution ``"conv_strategy":"im2col_gemm"`
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 
@@ -52,6 +51,7 @@ from xla_teach.backends.llvm.ir_array import i64, unflatten
 from xla_teach.backends.llvm.ir_types import F32, F64, I1, I64, PTR
 from xla_teach.backends.llvm.kernel_context import KernelContext
 from xla_teach.backends.llvm.loops import for_range, stack_slot
+from xla_teach.hlo.backend_config import backend_config_field
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.types import PrimitiveType
 
@@ -123,12 +123,7 @@ def im2col_unsupported(conv: HloInstruction) -> str | None:
 
 def conv_strategy(conv: HloInstruction) -> str:
     """The ``conv_strategy`` written into the convolution's backend_config ("" when none)."""
-    if not conv.backend_config:
-        return ""
-    try:
-        return str(json.loads(conv.backend_config).get("conv_strategy", ""))
-    except (json.JSONDecodeError, AttributeError):
-        return ""
+    return backend_config_field(conv, "conv_strategy")
 
 
 def im2col_geometry(conv: HloInstruction) -> ConvGeometry | None:

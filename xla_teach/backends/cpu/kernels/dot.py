@@ -18,8 +18,6 @@ into the output buffer, then applies the epilogue in place, element by element.
 
 from __future__ import annotations
 
-import json
-
 from llvmlite import ir
 
 from xla_teach.backends.cpu.blas import CBLAS_NO_TRANS, CBLAS_ROW_MAJOR, CBLAS_TRANS, find_blas
@@ -33,6 +31,7 @@ from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64
 from xla_teach.backends.llvm.ir_types import F32, F64, I32, I64, PTR, compute_type
 from xla_teach.backends.llvm.kernel_context import KernelContext, operand_loader
 from xla_teach.backends.llvm.loops import for_each_index, for_range
+from xla_teach.hlo.backend_config import backend_config_field
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.types import PrimitiveType
 
@@ -55,12 +54,7 @@ def choose_dot_strategy(dot: HloInstruction) -> str:
 
 
 def dot_strategy(dot: HloInstruction) -> str:
-    if dot.backend_config:
-        try:
-            return str(json.loads(dot.backend_config).get("dot_strategy", "")) or choose_dot_strategy(dot)
-        except json.JSONDecodeError:
-            pass
-    return choose_dot_strategy(dot)
+    return backend_config_field(dot, "dot_strategy") or choose_dot_strategy(dot)
 
 
 def emit_dot_kernel(ctx: KernelContext) -> tuple[int, int]:

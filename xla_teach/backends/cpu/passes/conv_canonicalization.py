@@ -42,11 +42,11 @@ After::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 from xla_teach.backends.cpu.kernels.convolution import IM2COL_GEMM, conv_strategy, im2col_unsupported
 from xla_teach.hlo.attributes import ConvDimensionNumbers
+from xla_teach.hlo.backend_config import set_backend_config_field
 from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
@@ -57,14 +57,8 @@ Rewrite = Callable[[HloComputation, HloInstruction, HloInstruction, HloInstructi
 
 
 def set_conv_strategy(conv: HloInstruction, strategy: str) -> None:
-    config = {}
-    if conv.backend_config:
-        try:
-            config = json.loads(conv.backend_config)
-        except json.JSONDecodeError:
-            config = {}
-    config["conv_strategy"] = strategy
-    conv.backend_config = json.dumps(config, separators=(",", ":"))
+    # (replace_unreadable: the choice must be visible; a convolution's config is xla_teach's own)
+    set_backend_config_field(conv, "conv_strategy", strategy, replace_unreadable=True)
 
 
 def transpose(comp: HloComputation, x: HloInstruction, permutation: list[int]) -> HloInstruction:

@@ -40,9 +40,8 @@ into f32 products before this pass runs).
 
 from __future__ import annotations
 
-import json
-
 from xla_teach.backends.cpu.kernels.dot import choose_dot_strategy
+from xla_teach.hlo.backend_config import backend_config_object, set_backend_config_field
 from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.pass_base import HloPass
 
@@ -56,17 +55,11 @@ class DotStrategy(HloPass):
         for instr in module.instructions():
             if instr.opcode != "dot":
                 continue
-            config = {}
-            if instr.backend_config:
-                try:
-                    config = json.loads(instr.backend_config)
-                except json.JSONDecodeError:
-                    continue
-            if "dot_strategy" in config:
+            config = backend_config_object(instr)
+            if config is None or "dot_strategy" in config:
                 continue
             strategy = choose_dot_strategy(instr)
-            config["dot_strategy"] = strategy
-            instr.backend_config = json.dumps(config, separators=(",", ":"))
+            set_backend_config_field(instr, "dot_strategy", strategy)
             self.note(f"{instr.name}: {strategy}")
             changed = True
         return changed
