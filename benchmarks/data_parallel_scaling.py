@@ -3,7 +3,7 @@ and MPI processes -- with the bytes each device sends per step.
 
     .venv/bin/python benchmarks/data_parallel_scaling.py [--steps N] [--batch B]
 
-The step is the MNIST-sized MLP of ``jax_programs.py`` (784-512-10, batch 2048 by default),
+The step is the MNIST-sized MLP of ``xla_comparison.py`` (784-512-10, batch 2048 by default),
 jitted with the batch split over the devices and the weights replicated
 (``in_shardings``); the SPMD partitioner makes every device compute its rows and all-reduce the
 gradients. Over MPI the script starts itself under ``mpiexec -n P`` (``--worker``); every

@@ -1,7 +1,7 @@
 """xla_teach's CPU backend against XLA on the HLO that JAX writes for ordinary programs.
 
     .venv/bin/pip install -e ".[bench]"
-    .venv/bin/python benchmarks/jax_programs.py [--quick] [--only NAME ...]
+    .venv/bin/python benchmarks/xla_comparison.py [--quick] [--only NAME ...]
 
 Each program is written in JAX at a realistic size. XLA CPU runs ``jax.jit(f)``; xla_teach
 compiles the HLO text JAX lowers it to (``jax.jit(f).lower(*args).compiler_ir("hlo")``), the same
