@@ -224,7 +224,9 @@ ENTRY main {
     # Outputs never reuse a temporary in place (the caller owns them after the call).
     assert ("s", "a") not in ba.in_place
     temp = ba.temp_allocation
-    assert temp is not None and {v.instruction.name for v, _ in temp.values} == {"c", "n", "a"}
+    assert temp is not None and {v.instruction.name for v, _ in temp.values} == {"n", "a"}
+    # ``c`` dies at ``a``, before ``s`` is written: it lives in s's output buffer until then.
+    assert ba.slice(entry.instruction("c")).allocation is ba.slice(s).allocation
     assert_no_live_overlap(ba)
 
 
@@ -374,9 +376,12 @@ ENTRY main {
                    if i.opcode not in ("parameter", "constant") and not i.is_root()]
     assert ba.naive_temp_bytes() == sum(i.shape.byte_size() for i in temporaries) == 5 * 64 * 64 * 4
     # r overwrites h and r2 overwrites h2 (in place); at h2 = dot(r, w) both pairs' buffers are alive,
-    # and zeros lives until r2: three buffers at the widest moment.
+    # and zeros lives until r2: three buffers at the widest moment -- but h and r die before ``out``
+    # is written, so they live in its output buffer, and the arena holds two.
     assert ("r", "h") in ba.in_place and ("r2", "h2") in ba.in_place
-    assert ba.temp_bytes == 3 * 64 * 64 * 4
+    out = ba.slice(module.entry.root).allocation
+    assert {v.instruction.name for v, _ in out.values} == {"h", "r", "out"}
+    assert ba.temp_bytes == 2 * 64 * 64 * 4
     assert_no_live_overlap(ba)
 
 
@@ -403,3 +408,75 @@ def test_heap_simulator_fills_the_smallest_gap_that_fits() -> None:
     offsets, size = pack_blocks(blocks, alignment=64)
     assert offsets == {0: 0, 1: 128, 2: 192, 3: 256, 4: 192}
     assert size == 320
+
+
+SOFTMAX_OF_PRODUCT = """HloModule softmax_of_product
+max_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+""" + ADD_F32 + """
+ENTRY main {
+  x = f32[64,48] parameter(0)
+  w = f32[48,80] parameter(1)
+  logits = f32[64,80] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ninf = f32[] constant(-inf)
+  mx = f32[64] reduce(logits, ninf), dimensions={1}, to_apply=max_f32
+  mxb = f32[64,80] broadcast(mx), dimensions={0}
+  sh = f32[64,80] subtract(logits, mxb)
+  e = f32[64,80] exponential(sh)
+  zero = f32[] constant(0)
+  s = f32[64] reduce(e, zero), dimensions={1}, to_apply=add_f32
+  sb = f32[64,80] broadcast(s), dimensions={0}
+  p = f32[64,80] divide(e, sb)
+  ROOT y = f32[64,48] dot(p, w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+}
+"""
+
+
+def _cpu_matches_evaluator(text: str) -> Any:
+    executable = compile_module(text, "cpu")
+    args = random_inputs(parse_hlo(text), seed=3)
+    want = evaluate_module(parse_hlo(text), args)
+    got = executable.execute(args)
+    np.testing.assert_allclose(got[0], want[0] if isinstance(want, (list, tuple)) else want, rtol=1e-4, atol=1e-5)
+    return executable
+
+
+def test_a_row_fusion_writes_over_the_operand_it_reduces() -> None:
+    """The CPU row kernel finishes a row's reductions before it writes that row, so softmax's
+    probabilities may overwrite the logits they are computed from."""
+    executable = _cpu_matches_evaluator(SOFTMAX_OF_PRODUCT)
+    ba = executable.buffer_assignment.entry
+    row = next(i for i in ba.order if i.opcode == "fusion" and "row_fusion" in (i.backend_config or ""))
+    assert ba.slice(row) == ba.slice(row.operand(0)), ba.to_text()
+    assert (row.name, row.operand(0).name) in ba.in_place
+
+
+LATE_OUTPUT = """HloModule late_output
+less_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT lt = pred[] compare(a, b), direction=LT
+}
+ENTRY main {
+  x = f32[4,64] parameter(0)
+  e = f32[4,64] exponential(x)
+  s = f32[4,64] sort(e), dimensions={1}, to_apply=less_f32
+  ROOT y = f32[64,4] transpose(s), dimensions={1,0}
+}
+"""
+
+
+def test_temporaries_that_die_before_the_output_is_written_live_in_its_buffer() -> None:
+    """As XLA's buffer assignment does: the output's bytes are free until the step that writes it."""
+    executable = _cpu_matches_evaluator(LATE_OUTPUT)
+    ba = executable.buffer_assignment.entry
+    output = ba.slice(ba.computation.root).allocation
+    assert output.kind == "output"
+    guests = [v for v, _ in output.values if v.instruction is not ba.computation.root]
+    assert guests, ba.to_text()
+    first_write = ba.live_ranges[ba.value(ba.computation.root).id][0]
+    assert all(ba.live_ranges[v.id][1] < first_write for v in guests)
+    assert ba.temp_bytes < sum(v.size for v in ba.values if v.instruction.opcode != "parameter") - output.size

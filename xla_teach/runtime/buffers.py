@@ -164,4 +164,10 @@ class RunBuffers:
     def bind_host(self, allocation_index: int, array: np.ndarray, shape: Shape) -> None:
         self.bind(allocation_index, to_physical(array, shape))
 
+    def store(self, target: np.ndarray, value: np.ndarray) -> None:
+        """Copy ``value`` into ``target`` (a view of an assigned buffer, e.g. a loop's state)."""
+        mine, theirs = target.__array_interface__, value.__array_interface__
+        if (mine["data"][0], mine["strides"], mine["shape"]) != (theirs["data"][0], theirs["strides"], theirs["shape"]):
+            np.copyto(target, value)  # NumPy copies overlapping bytes correctly
+
 

@@ -66,6 +66,7 @@ class RunValues(Protocol):
     def to_host(self, value: Any) -> np.ndarray: ...
     def bind_value(self, allocation_index: int, value: Any, shape: Shape, inputs: list[Any]) -> None: ...
     def bind_host(self, allocation_index: int, array: np.ndarray, shape: Shape) -> None: ...
+    def store(self, target: Any, value: Any) -> None: ...  # only where a ``while``'s results are assigned
 
 
 class NestedSequence(Protocol):
@@ -248,11 +249,22 @@ def _bind_results(buffers: RunValues, results: list[tuple[int, Shape]], values: 
 
 @dataclass(eq=False)
 class WhileThunk(Thunk):
+    """Runs a ``while``: the condition's sequence, then the body's, until the predicate is false.
+
+    Where buffer assignment gave the loop's results buffers (``state``: the CPU), the loop runs in
+    them: the initial values are copied in once -- unless they are already there, computed in
+    place by the instructions before the loop -- and a body that updates its state in place
+    writes straight into them, so the last iteration leaves the results where they belong.
+    Otherwise (the GPU) the results are bound afterwards, and a body that writes its state in
+    place first gets copies of its own (``own_state``).
+    """
+
     name: str
     condition: NestedSequence
     body: NestedSequence
     operands: list[tuple[BufferSlice, Shape]]  # init state leaves
     results: list[tuple[int, Shape]]
+    state: list[tuple[BufferSlice, Shape]] | None = None  # the results' buffers, when assigned
     kind: str = "while"
     profiler: Profiler | None = None
     path: str = ""  # how the last run went: "fixed addresses" or "general"
@@ -263,25 +275,38 @@ class WhileThunk(Thunk):
 
     def run(self, buffers: RunValues) -> None:
         initial = _gather(buffers, self.operands)
+        if self.state is not None:
+            homes = [buffers.value(s, shape) for s, shape in self.state]
+            for (home_slice, shape), (init_slice, _), home, value in zip(self.state, self.operands, homes, initial,
+                                                                         strict=True):
+                if home_slice != init_slice and not shape.is_token:
+                    buffers.store(home, value)
+            state = self._loop(buffers, homes)
+            for (_, shape), home, value in zip(self.state, homes, state, strict=True):
+                if not shape.is_token:  # a value the last iteration wrote elsewhere is copied home
+                    buffers.store(home, value)
+            return
         # A body that updates the loop state in place (its buffer assignment was told the state is
         # donated) first gets copies of its own, once per loop: the initial values are the caller's.
         own_state = getattr(self.body, "own_state", None)
-        state = own_state(initial) if own_state is not None else initial
+        state = self._loop(buffers, own_state(initial) if own_state is not None else initial)
+        _bind_results(buffers, self.results, state, initial)
+
+    def _loop(self, buffers: RunValues, state: list[Any]) -> list[Any]:
         fixed = getattr(self.body, "run_as_fixed_loop", None)
         if fixed is not None and self.profiler is None:  # kernels only: bind once, then just call them
             done = fixed(self.condition, state)
             if done is not None:
-                state, self.trip_count = done
                 self.path = "fixed addresses"
-                _bind_results(buffers, self.results, state, initial)
-                return
+                state, self.trip_count = done
+                return state
         self.path = "general"
         trips = 0
         while bool(buffers.to_host(self.condition.run(state, self.profiler)[0]).reshape(())):
             state = self.body.run(state, self.profiler)
             trips += 1
         self.trip_count = trips
-        _bind_results(buffers, self.results, state, initial)
+        return state
 
 
 @dataclass(eq=False)
@@ -341,8 +366,10 @@ def host_thunk(instr: HloInstruction, assignment: BufferAssignment,
     results = [(assignment.slice(instr, idx).allocation.index, instr.shape.subshape(idx))
                for idx in instr.shape.leaf_indices()]
     if instr.opcode == "while":
+        assigned = all(assignment.slice(instr, idx).allocation.kind != "external"
+                       for idx in instr.shape.leaf_indices())
         return WhileThunk(instr.name, sequence(instr.attrs["condition"].name), sequence(instr.attrs["body"].name),
-                          leaves(instr.operand(0)), results)
+                          leaves(instr.operand(0)), results, leaves(instr) if assigned else None)
     if instr.opcode == "call":
         return CallThunk(instr.name, sequence(instr.to_apply.name), [x for op in instr.operands for x in leaves(op)],
                          results)

@@ -11,7 +11,9 @@ first grouped into **buffers** (alias classes). Then, following the schedule:
   allocation (see :mod:`~xla_teach.passes.scheduling.output_aliasing`);
 * control-flow results (``while``, ``conditional``, ``call``) and host
   ``custom-call`` results are bound at run time (*external*), and so are the collectives of a
-  module that runs on several devices (the other devices' values arrive at run time);
+  module that runs on several devices (the other devices' values arrive at run time) -- except,
+  when the backend asks for it (the CPU does), a ``while``'s results: the loop runs **in its
+  own result buffers** (see :func:`while_state_homes`), as XLA's copy insertion arranges;
 * an instruction may write its result **in place** into an operand buffer that
   dies at that instruction (elementwise fusions reading it at the same index,
   ``dynamic-update-slice`` into its first operand);
@@ -32,6 +34,7 @@ from dataclasses import dataclass, field
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.opcodes import CROSS_DEVICE_OPCODES, is_elementwise
 from xla_teach.hlo.shape import Shape
+from xla_teach.passes.fusion.row_fusion import ROW_FUSION_CONFIG, is_row_fusion
 from xla_teach.passes.scheduling.heap_simulator import BufferBlock, pack_blocks, peak_live_bytes
 from xla_teach.passes.scheduling.output_aliasing import OutputAlias, decide_output_aliases
 
@@ -105,6 +108,7 @@ class BufferAssignment:
         self._value_at: dict[tuple[int, ShapeIndex], HloValue] = {}
         self._slice_of: dict[int, BufferSlice] = {}
         self.in_place: list[tuple[str, str]] = []  # (instruction, operand whose buffer it reuses)
+        self.in_outputs: list[tuple[HloValue, int]] = []  # temporaries placed in an output allocation
         self.live_ranges: dict[int, tuple[int, int]] = {}  # value id -> (start, end) in schedule
         self.output_aliases: list[OutputAlias] = []  # what became of the module's input_output_alias
         self.peak_bytes = 0  # most bytes alive at one step (see peak_live_bytes)
@@ -135,7 +139,7 @@ class BufferAssignment:
     def naive_temp_bytes(self) -> int:
         """Bytes if every temporary value had a buffer of its own (no reuse, no sharing)."""
         temp = self.temp_allocation
-        return sum(v.size for v, _ in temp.values) if temp else 0
+        return (sum(v.size for v, _ in temp.values) if temp else 0) + sum(v.size for v, _ in self.in_outputs)
 
     def alias_bytes(self) -> int:
         """Bytes of outputs written into donated parameters (no output buffer of their own)."""
@@ -157,6 +161,9 @@ class BufferAssignment:
                      f"constants, outputs and live temporaries)")
         if self.in_place:
             lines.append("In place: " + ", ".join(f"{i} reuses {o}" for i, o in self.in_place))
+        if self.in_outputs:
+            lines.append("In output buffers before the output is written: "
+                         + ", ".join(f"{v.label()} (allocation {a})" for v, a in self.in_outputs))
         for alias in self.output_aliases:
             lines.append("Aliased: " + alias.describe())
         return "\n".join(lines)
@@ -173,6 +180,10 @@ def can_run_in_place(instr: HloInstruction, operand_index: int) -> bool:
         return instr.shape.dimensions == op.shape.dimensions
     if instr.opcode == "fusion" and instr.fusion_kind == "kLoop":
         return _elementwise_up_to_root(instr, operand_index, instr.shape.dimensions)
+    if is_row_fusion(instr) and instr.backend_config == ROW_FUSION_CONFIG:
+        # The CPU row kernel finishes a row's reductions before it writes any of that row, so a
+        # reduction may read the operand anywhere in the row; the rest must read it elementwise.
+        return _elementwise_up_to_root(instr, operand_index, instr.shape.dimensions, reductions_first=True)
     return False
 
 
@@ -189,10 +200,13 @@ def can_write_output_in_place(instr: HloInstruction, operand_index: int, output_
     return _elementwise_up_to_root(instr, operand_index, out.dimensions)
 
 
-def _elementwise_up_to_root(fusion: HloInstruction, operand_index: int, dims: tuple[int, ...]) -> bool:
+def _elementwise_up_to_root(fusion: HloInstruction, operand_index: int, dims: tuple[int, ...],
+                            reductions_first: bool = False) -> bool:
     """Is every instruction from the fused parameter up to the root elementwise over ``dims``? A
     reverse or a square transpose further on keeps the dims but reads other elements, which the
-    loop may already have overwritten. A multi-output fusion's root ``tuple`` only gathers."""
+    loop may already have overwritten. A multi-output fusion's root ``tuple`` only gathers.
+    ``reductions_first``: the kernel runs every ``reduce`` before it writes (a row fusion), so a
+    path that ends in one has read what it needs in time."""
     root = fusion.fused_computation.root
     stack, seen = list(fusion.fused_computation.parameter(operand_index).users), set()
     while stack:
@@ -200,6 +214,8 @@ def _elementwise_up_to_root(fusion: HloInstruction, operand_index: int, dims: tu
         if user.unique_id in seen or (user is root and user.opcode == "tuple"):
             continue
         seen.add(user.unique_id)
+        if reductions_first and user.opcode == "reduce":
+            continue
         if (not is_elementwise(user.opcode) or user.opcode == "bitcast-convert"
                 or user.shape.dimensions != dims):
             return False
@@ -214,9 +230,10 @@ def times_read(ba: BufferAssignment, instr: HloInstruction, value: HloValue) -> 
     return sum(ba.value(op, idx) is value for op in instr.operands for idx in op.shape.leaf_indices())
 
 
-def assign_buffers(comp: HloComputation, loop_body: bool = False) -> BufferAssignment:
+def assign_buffers(comp: HloComputation, loop_body: bool = False, loops_in_place: bool = False) -> BufferAssignment:
     """``loop_body``: ``comp`` is a while body whose loop state the caller donates, so results may
-    be written into the state's buffers in place (see :mod:`output_aliasing`)."""
+    be written into the state's buffers in place (see :mod:`output_aliasing`). ``loops_in_place``:
+    a ``while``'s results get buffers here and the loop runs in them (:func:`while_state_homes`)."""
     order = list(comp.instructions) if comp.parent and comp.parent.is_scheduled else comp.post_order()
     ba = BufferAssignment(comp, order)
     position = {i.unique_id: n for n, i in enumerate(order)}
@@ -250,6 +267,8 @@ def assign_buffers(comp: HloComputation, loop_body: bool = False) -> BufferAssig
     kind_of: dict[int, str] = {}
     module = comp.parent
     external = _EXTERNAL | (CROSS_DEVICE_OPCODES if module is not None and module.device_count() > 1 else set())
+    if loops_in_place:
+        external = external - {"while"}
     for v in ba.values:
         op = v.instruction.opcode
         kind_of[v.id] = ("parameter" if op == "parameter" else "constant" if op == "constant"
@@ -274,6 +293,8 @@ def assign_buffers(comp: HloComputation, loop_body: bool = False) -> BufferAssig
                 break
 
     home_of = decide_output_aliases(ba, kind_of, live, loop_body)  # outputs written into donated parameters
+    if loops_in_place:
+        home_of.update(while_state_homes(ba, order, kind_of, live, share_with))
 
     # 4. Allocations.
     def new_alloc(size: int, kind: str, **kw: object) -> Allocation:
@@ -317,17 +338,106 @@ def assign_buffers(comp: HloComputation, loop_body: bool = False) -> BufferAssig
         block.start, block.end = min(block.start, start), max(block.end, end)
         block.size = max(block.size, v.size)
         block.members.append(v.id)
-    offsets, arena_size = pack_blocks(list(blocks.values()), ALIGNMENT)
-    if blocks:
+    by_id = {v.id: v for v in ba.values}
+    in_outputs = _temporaries_in_output_buffers(ba, blocks, live)
+    for base, alloc in in_outputs.items():
+        for member in blocks[base].members:
+            alloc.values.append((by_id[member], 0))
+            ba._slice_of[member] = BufferSlice(alloc, 0, by_id[member].size)
+            ba.in_outputs.append((by_id[member], alloc.index))
+    arena_blocks = [block for base, block in blocks.items() if base not in in_outputs]
+    offsets, arena_size = pack_blocks(arena_blocks, ALIGNMENT)
+    if arena_blocks:
         temp = new_alloc(arena_size, "temp")
-        by_id = {v.id: v for v in ba.values}
-        for base, block in blocks.items():
+        for block in arena_blocks:
             for member in block.members:
-                temp.values.append((by_id[member], offsets[base]))
-                ba._slice_of[member] = BufferSlice(temp, offsets[base], by_id[member].size)
+                temp.values.append((by_id[member], offsets[block.id]))
+                ba._slice_of[member] = BufferSlice(temp, offsets[block.id], by_id[member].size)
     ba.live_ranges = {vid: (r[0], r[1]) for vid, r in live.items()}
     ba.peak_bytes, ba.peak_step = _peak(ba, kind_of, blocks, end_of_time)
     return ba
+
+
+def _temporaries_in_output_buffers(ba: BufferAssignment, blocks: dict[int, BufferBlock],
+                                   live: dict[int, list[int]]) -> dict[int, Allocation]:
+    """Temporaries that can live in an output buffer before the output is written there.
+
+    An output allocation is the caller's memory only from the step that writes the output; before
+    that its bytes are free, and XLA's buffer assignment puts temporaries there whose live ranges
+    end before it -- an NCHW convolution's input, transposed to NHWC, dies at the convolution, long
+    before the final transpose writes the output. Largest first, at offset 0, no two of them live
+    at once. Returns block id -> the output allocation it moves to.
+    """
+    moved: dict[int, Allocation] = {}
+    for alloc in ba.allocations:
+        if alloc.kind != "output" or not alloc.values:
+            continue
+        first_write = min(live[v.id][0] for v, _ in alloc.values)
+        placed: list[BufferBlock] = []
+        for block in sorted(blocks.values(), key=lambda b: (-b.size, b.start, b.id)):
+            if (block.id in moved or block.size > alloc.size or block.end >= first_write
+                    or any(block.overlaps_in_time(other) for other in placed)):
+                continue
+            placed.append(block)
+            moved[block.id] = alloc
+    return moved
+
+
+def loop_passes_through(body: HloComputation, index: ShapeIndex) -> bool:
+    """Does ``body`` return state element ``index`` exactly as it received it?"""
+    instr, idx = body.root, index
+    while True:
+        if instr.opcode == "tuple" and idx:
+            instr, idx = instr.operand(idx[0]), idx[1:]
+        elif instr.opcode == "get-tuple-element":
+            instr, idx = instr.operand(0), (instr.tuple_index,) + idx
+        else:
+            return instr is body.parameter(0) and idx == index
+
+
+def while_state_homes(ba: BufferAssignment, order: list[HloInstruction], kind_of: dict[int, str],
+                      live: dict[int, list[int]], share_with: dict[int, int]) -> dict[int, HloValue]:
+    """Where each ``while`` keeps its loop state: in the bytes of its initial values when it can.
+
+    The loop updates its state in place (its body's buffer assignment treats the state as donated),
+    so state element ``{i}`` needs bytes the loop may overwrite. Three cases, as XLA's copy
+    insertion decides them:
+
+    * the initial value is a temporary that dies at the ``while`` (read once by it): the loop runs
+      **in the initial value's bytes** -- the result shares its block, or, when the result is an
+      output, the initial value is computed straight into the output buffer;
+    * the body passes the element through unchanged and the initial value is a parameter or a
+      constant: nothing writes it, so the result *is* the initial value's buffer;
+    * otherwise the result has buffers of its own and the ``while`` thunk copies the initial value
+      in once, before the first iteration.
+
+    Fills ``share_with``/``kind_of``; returns value id -> the value whose allocation it takes.
+    """
+    homes: dict[int, HloValue] = {}
+    position = {i.unique_id: n for n, i in enumerate(order)}
+    shared_bases = set(share_with.values()) | set(share_with)
+    for instr in order:
+        if instr.opcode != "while":
+            continue
+        init = instr.operand(0)
+        init_values = [ba.value(init, idx) for idx in init.shape.leaf_indices()]
+        for idx in instr.shape.leaf_indices():
+            result, start = ba.value(instr, idx), ba.value(init, idx)
+            if result.shape.is_token or result.instruction is not instr:
+                continue
+            dies_here = (live[start.id][1] == position[instr.unique_id]
+                         and sum(v is start for v in init_values) == 1)
+            if kind_of[start.id] == "temp" and dies_here and kind_of[result.id] == "temp":
+                share_with[result.id] = share_with.get(start.id, start.id)
+            elif (kind_of[start.id] == "temp" and dies_here and kind_of[result.id] == "output"
+                  and start.id not in shared_bases):
+                kind_of[start.id] = "aliased"  # computed straight into the loop's output buffer
+                homes[start.id] = result
+            elif (kind_of[start.id] in ("parameter", "constant") and kind_of[result.id] == "temp"
+                  and loop_passes_through(instr.attrs["body"], idx)):
+                kind_of[result.id] = "aliased"  # read-only for the whole loop
+                homes[result.id] = start
+    return homes
 
 
 def _peak(ba: BufferAssignment, kind_of: dict[int, str], blocks: dict[int, BufferBlock],
@@ -368,15 +478,17 @@ class ModuleBufferAssignment:
     """Buffer assignments of every sequential computation of a scheduled module."""
 
     def __init__(self, module: HloModule, donate_loop_state: bool = False) -> None:
-        """``donate_loop_state``: while bodies may update the loop state in place (the backend's
-        while thunk then hands each body run buffers of the loop's own)."""
+        """``donate_loop_state``: while bodies may update the loop state in place, in buffers this
+        assignment gives each ``while``'s results (its thunk copies the initial state there when
+        the loop cannot simply run in the initial values' bytes)."""
         from xla_teach.passes.scheduling.hlo_memory_scheduler import sequential_computations
 
         self.module = module
         self.computations: dict[str, BufferAssignment] = {}
         bodies = {id(i.attr("body")) for c in module.computations for i in c.instructions if i.opcode == "while"}
         for comp in sequential_computations(module):
-            self.computations[comp.name] = assign_buffers(comp, donate_loop_state and id(comp) in bodies)
+            self.computations[comp.name] = assign_buffers(comp, donate_loop_state and id(comp) in bodies,
+                                                          loops_in_place=donate_loop_state)
 
     def __getitem__(self, comp: HloComputation) -> BufferAssignment:
         return self.computations[comp.name]
