@@ -391,6 +391,18 @@ ENTRY main {
   broadcast.1 = f32[2,4,3] broadcast(reshape.1), dimensions={0,2}
   ROOT multiply = f32[2,4,3] multiply(broadcast, broadcast.1)
 }"""),
+    "transpose_of_matrix_product": ("""
+ENTRY main {
+  g = f32[6,5] parameter(0)
+  x = f32[6,4] parameter(1)
+  d = f32[5,4] dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}, operand_precision={high,default}
+  ROOT t = f32[4,5] transpose(d), dimensions={1,0}
+}""", """
+ENTRY main {
+  g = f32[6,5] parameter(0)
+  x = f32[6,4] parameter(1)
+  ROOT dot = f32[4,5] dot(x, g), lhs_contracting_dims={0}, rhs_contracting_dims={0}, operand_precision={default,high}
+}"""),
 }
 
 # Checked bit for bit on NaN/inf/-0.0 inputs. pow(x, -1) -> 1/x is documented as possibly one ulp
@@ -464,6 +476,23 @@ ENTRY main {
   a = f32[4,2] parameter(0)
   b = f32[2,5] parameter(1)
   ROOT d = f32[4,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}""",
+    # transpose(dot) is left alone when the product is also used as it is (it would be computed
+    # twice), and for a batched product
+    """
+ENTRY main {
+  a = f32[4,3] parameter(0)
+  b = f32[3,5] parameter(1)
+  d = f32[4,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t = f32[5,4] transpose(d), dimensions={1,0}
+  ROOT r = (f32[4,5], f32[5,4]) tuple(d, t)
+}""",
+    """
+ENTRY main {
+  a = f32[2,4,3] parameter(0)
+  b = f32[2,3,5] parameter(1)
+  d = f32[2,4,5] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+  ROOT t = f32[2,5,4] transpose(d), dimensions={0,2,1}
 }""",
 ])
 def test_not_rewritten(body: str) -> None:

@@ -119,4 +119,28 @@ def dot_degenerate(instr: HloInstruction) -> HloInstruction | None:
     return add_instruction(comp, "multiply", [left, right])
 
 
-REDUCE_DOT_RULES: tuple[Rule, ...] = (reduce_degenerate, reduce_drop_size1_dims, reduce_empty, dot_degenerate)
+@rule("transpose(dot(a, b)) -> dot(b, a) for a matrix product", "transpose")
+def transpose_of_dot(instr: HloInstruction) -> HloInstruction | None:
+    """``(a @ b)^T = b^T @ a^T``: swapping the operands (and their contracting dims) writes the
+    product already transposed. JAX's weight gradients end in such transposes; without the rule
+    the product needs a temporary buffer and a transposing copy."""
+    dot = instr.operand(0)
+    if (dot.opcode != "dot" or len(dot.users) != 1 or tuple(instr.dimensions) != (1, 0)
+            or dot.attr("lhs_batch_dims") or dot.attr("rhs_batch_dims") or dot.shape.rank != 2):
+        return None
+    lhs, rhs = dot.operands
+    attrs = {k: v for k, v in dot.attrs.items() if k not in ("backend_config",)}
+    attrs["lhs_contracting_dims"], attrs["rhs_contracting_dims"] = (dot.attr("rhs_contracting_dims"),
+                                                                    dot.attr("lhs_contracting_dims"))
+    if len(attrs.get("operand_precision", ())) == 2:
+        attrs["operand_precision"] = tuple(reversed(attrs["operand_precision"]))
+    comp = instr.parent
+    assert comp is not None
+    swapped = add_instruction(comp, "dot", [rhs, lhs], attrs, shape=instr.shape)
+    swapped.metadata = dot.metadata  # the product's source line, which the explorer shows
+    swapped.sharding = instr.sharding
+    return swapped
+
+
+REDUCE_DOT_RULES: tuple[Rule, ...] = (reduce_degenerate, reduce_drop_size1_dims, reduce_empty, dot_degenerate,
+                                      transpose_of_dot)
