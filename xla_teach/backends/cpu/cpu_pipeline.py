@@ -6,13 +6,15 @@ its documented order; the CPU adds the expanders first (``rng-expander``,
 ``conditional-to-select``: ops with no kernel of their own), ``change-op-data-type``
 (f16/bf16 and mixed-type products computed in f32), ``conv-canonicalization`` (convolutions in
 the layout of the blocked im2col + BLAS kernel), ``all-reduce-combiner`` (in a module for several
-devices: one meeting for independent all-reduces), its fusion rules, the dot strategy, and
+devices: one meeting for independent all-reduces), its fusion rules, the dot strategy,
+``attention-fusion`` (a product, a softmax and a product as one kernel with the scores in a tile), and
 the memory scheduler that backends need before buffer assignment.
 """
 
 from __future__ import annotations
 
 from xla_teach.backends.cpu.kernels.topk import topk_parameters
+from xla_teach.backends.cpu.passes.attention_fusion import AttentionFusion
 from xla_teach.backends.cpu.passes.change_op_data_type import ChangeOpDataType
 from xla_teach.backends.cpu.passes.conv_canonicalization import ConvCanonicalization
 from xla_teach.backends.cpu.passes.dot_strategy import DotStrategy
@@ -44,5 +46,5 @@ def cpu_pipeline() -> HloPassPipeline:
     pipeline.insert_before("fusion", TreeReductionRewriter())
     pipeline.insert_before("fusion", RowFusion())
     pipeline.add_pass(HloPassPipeline("cpu-codegen-prepare", [
-        ReshapeToBitcast(), DotStrategy(), HloMemoryScheduler()]))
+        ReshapeToBitcast(), DotStrategy(), AttentionFusion(), HloMemoryScheduler()]))
     return pipeline

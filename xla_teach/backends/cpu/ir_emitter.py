@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xla_teach.backends.cpu.kernel_builder import KernelBuilder
+from xla_teach.backends.cpu.kernels.attention import emit_attention_kernel, is_attention_fusion
 from xla_teach.backends.cpu.kernels.convolution import emit_im2col_gemm_kernel, im2col_geometry
 from xla_teach.backends.cpu.kernels.dot import emit_dot_kernel
 from xla_teach.backends.cpu.kernels.loop import emit_loop_kernel
@@ -107,6 +108,8 @@ class CpuIrEmitter(IrEmitterBase):
                 "generation, and it did not run (--xla_disable_hlo_passes?)")
         if op == "reduce-window" and scan_dimension(instr) is not None:
             return emit_scan_kernel  # cumsum & co.: one pass per row, not one window per element
+        if is_attention_fusion(instr):
+            return emit_attention_kernel  # scores in a tile on the stack, two gemms per block of queries
         if is_row_fusion(instr):
             return emit_row_fusion_kernel
         hero = instr.fused_computation.root if op == "fusion" else instr
