@@ -483,3 +483,32 @@ def test_temporaries_that_die_before_the_output_is_written_live_in_its_buffer() 
     first_write = ba.live_ranges[ba.value(ba.computation.root).id][0]
     assert all(ba.live_ranges[v.id][1] < first_write for v in guests)
     assert ba.temp_bytes < sum(v.size for v in ba.values if v.instruction.opcode != "parameter") - output.size
+
+
+SEGMENT_SUM = """HloModule segment_sum
+""" + ADD_F32 + """
+ENTRY main {
+  x = f32[4096] parameter(0)
+  ids = s32[4096] parameter(1)
+  zero = f32[] constant(0)
+  zeros = f32[100] broadcast(zero), dimensions={}
+  idx = s32[4096,1] reshape(ids)
+  ROOT sums = f32[100] scatter(zeros, idx, x), update_window_dims={}, inserted_window_dims={0},
+      scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add_f32
+}
+"""
+
+
+def test_an_output_computed_in_place_takes_its_operand_into_the_output_buffer() -> None:
+    """jax.ops.segment_sum: the zeros are written where the scatter's result goes, and the scatter
+    adds into them there -- no temporary, no copy (XLA's buffer assignment does the same)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(4096).astype(np.float32)
+    ids = rng.integers(0, 100, 4096).astype(np.int32)
+    executable = compile_module(SEGMENT_SUM, "cpu")
+    (got,) = executable.execute([x, ids])
+    np.testing.assert_allclose(got, np.bincount(ids, weights=x, minlength=100), rtol=1e-4, atol=1e-4)
+    ba = executable.buffer_assignment.entry
+    root = ba.computation.root
+    assert ba.slice(root.operand(0)) == ba.slice(root) and ba.slice(root).allocation.kind == "output"
+    assert ba.temp_bytes == 0 and (root.name, root.operand(0).name) in ba.in_place

@@ -92,7 +92,8 @@ class CpuIrEmitter(IrEmitterBase):
         if op == "sort":
             return emit_sort_kernel
         if op == "scatter":
-            return emit_scatter_kernel
+            in_place = not instr.shape.is_tuple and assignment.slice(instr) == assignment.slice(instr.operand(0))
+            return lambda ctx: emit_scatter_kernel(ctx, in_place)
         if op == "select-and-scatter":
             return emit_select_and_scatter_kernel
         if op == "rng-bit-generator":

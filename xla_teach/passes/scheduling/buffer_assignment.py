@@ -174,8 +174,8 @@ def can_run_in_place(instr: HloInstruction, operand_index: int) -> bool:
     op = instr.operand(operand_index)
     if instr.shape.is_tuple or op.shape.is_tuple or instr.shape.byte_size() != op.shape.byte_size():
         return False
-    if instr.opcode == "dynamic-update-slice":
-        return operand_index == 0
+    if instr.opcode in ("dynamic-update-slice", "scatter"):
+        return operand_index == 0  # the rest of the operand is the result already
     if is_elementwise(instr.opcode) and instr.opcode != "bitcast-convert":
         return instr.shape.dimensions == op.shape.dimensions
     if instr.opcode == "fusion" and instr.fusion_kind == "kLoop":
@@ -295,6 +295,7 @@ def assign_buffers(comp: HloComputation, loop_body: bool = False, loops_in_place
     home_of = decide_output_aliases(ba, kind_of, live, loop_body)  # outputs written into donated parameters
     if loops_in_place:
         home_of.update(while_state_homes(ba, order, kind_of, live, share_with))
+    home_of.update(_computed_in_output_buffers(ba, order, kind_of, live, share_with))
 
     # 4. Allocations.
     def new_alloc(size: int, kind: str, **kw: object) -> Allocation:
@@ -317,6 +318,8 @@ def assign_buffers(comp: HloComputation, loop_body: bool = False, loops_in_place
             alloc = ba._slice_of[home_of[v.id].id].allocation
             alloc.values.append((v, 0))
             ba._slice_of[v.id] = BufferSlice(alloc, 0, v.size)
+            if alloc.kind == "output" and v not in root_values:  # a temporary computed in an output's bytes
+                ba.in_outputs.append((v, alloc.index))
     for n, v in enumerate(root_values):
         alloc = ba._slice_of[v.id].allocation
         if alloc.kind == "output" and alloc.output_index is None:
@@ -356,6 +359,32 @@ def assign_buffers(comp: HloComputation, loop_body: bool = False, loops_in_place
     ba.live_ranges = {vid: (r[0], r[1]) for vid, r in live.items()}
     ba.peak_bytes, ba.peak_step = _peak(ba, kind_of, blocks, end_of_time)
     return ba
+
+
+def _computed_in_output_buffers(ba: BufferAssignment, order: list[HloInstruction], kind_of: dict[int, str],
+                                 live: dict[int, list[int]], share_with: dict[int, int]) -> dict[int, HloValue]:
+    """An output written in place over a temporary (a scatter into a fresh ``zeros``, a
+    ``dynamic-update-slice``, an elementwise op on the last use of its operand): the temporary is
+    computed straight into the output's buffer, as XLA does. Returns temporary id -> the output."""
+    homes: dict[int, HloValue] = {}
+    position = {i.unique_id: n for n, i in enumerate(order)}
+    shared = set(share_with) | set(share_with.values())
+    for instr in order:
+        if instr.shape.is_tuple or instr.opcode in _ALIASING or kind_of.get(ba.value(instr).id) != "output":
+            continue
+        me = ba.value(instr)
+        for i, op in enumerate(instr.operands):
+            if op.shape.is_tuple:
+                continue
+            candidate = ba.value(op)
+            if (kind_of[candidate.id] == "temp" and candidate.id not in shared
+                    and live[candidate.id][1] == position[instr.unique_id]
+                    and can_run_in_place(instr, i) and times_read(ba, instr, candidate) == 1):
+                kind_of[candidate.id] = "aliased"
+                homes[candidate.id] = me
+                ba.in_place.append((instr.name, op.name))
+                break
+    return homes
 
 
 def _temporaries_in_output_buffers(ba: BufferAssignment, blocks: dict[int, BufferBlock],

@@ -35,6 +35,16 @@ matrix in memory and one product, 7.9 ms in blocks, XLA 12 ms).
 The kernel takes the canonical layout (input ``[N, S..., C]``, kernel ``[K..., I, O]``, output
 ``[N, O..., F]``, all row-major): the ``conv-canonicalization`` pass puts every other layout
 there with transposes and marks the convolution ``"conv_strategy":"im2col_gemm"``.
+
+**Padding and non-finite weights.** Padding cells take no part in a convolution's products: a NaN
+or inf weight over one adds nothing, as XLA computes it. In the patch block they are zeros that
+``gemm`` multiplies, and ``0 x inf`` is NaN. So a convolution that reads padding (or the holes of
+a base dilation) first checks its weights -- ``w - w == 0`` for every weight, one pass over the
+kernel, tiny next to the product -- and when one is not finite computes its rows element by
+element, exactly as written, instead::
+
+    if every weight is finite:  the blocks above
+    else:                       for each row r, feature f:  out[r, f] = the window's sum, skipping padding
 """
 
 from __future__ import annotations
@@ -47,7 +57,7 @@ from llvmlite import ir
 from xla_teach.backends.cpu.blas import find_blas
 from xla_teach.backends.cpu.kernels.dot import call_gemm, flush_denormals
 from xla_teach.backends.cpu.kernels.partitions import choose_gemm_partitions
-from xla_teach.backends.llvm.ir_array import i64, unflatten
+from xla_teach.backends.llvm.ir_array import IrIndex, i64, unflatten
 from xla_teach.backends.llvm.ir_types import F32, F64, I1, I64, PTR
 from xla_teach.backends.llvm.kernel_context import KernelContext
 from xla_teach.backends.llvm.loops import for_range, stack_slot
@@ -142,6 +152,22 @@ def im2col_geometry(conv: HloInstruction) -> ConvGeometry | None:
         is_double=conv.shape.element_type is PrimitiveType.F64)
 
 
+def reads_padding(conv: HloInstruction) -> bool:
+    """Whether the convolution's windows reach padding cells (padding, or holes of a base dilation)."""
+    return any(d.padding_low or d.padding_high or d.base_dilation != 1 for d in conv.attr("window").dimensions)
+
+
+def _all_finite(b: ir.IRBuilder, base: ir.Value, count: int, fty: ir.Type) -> ir.Value:
+    """i1: is every one of ``count`` floats at ``base`` finite? (``x - x`` is 0 exactly then)."""
+    flag = stack_slot(b, I1, "all_finite")
+    b.store(ir.Constant(I1, 1), flag)
+    with for_range(b, i64(count), "weight") as i:
+        x = b.load(b.gep(base, [i], inbounds=True, source_etype=fty), typ=fty)
+        finite = b.fcmp_ordered("==", b.fsub(x, x), ir.Constant(fty, 0.0))
+        b.store(b.and_(b.load(flag), finite), flag)
+    return b.load(flag)
+
+
 def _memory_intrinsic(module: ir.Module, name: str, args: list[ir.Type]) -> ir.Function:
     existing = module.globals.get(name)
     if isinstance(existing, ir.Function):
@@ -155,23 +181,59 @@ def emit_im2col_gemm_kernel(ctx: KernelContext) -> tuple[int, int]:
     g = im2col_geometry(ctx.instr)
     assert g is not None, f"{ctx.instr.name} is not a canonical im2col_gemm convolution"
     b = ctx.b
+    fty = F64 if g.is_double else F32
+    blocks = -(-g.rows // g.block_rows)
+    if not reads_padding(ctx.instr):
+        _emit_blocks(ctx, g)
+    else:
+        finite = _all_finite(b, ctx.operand_arrays[1].base, math.prod(ctx.instr.operand(1).shape.dimensions), fty)
+        with b.if_else(finite) as (blocks_with_gemm, element_by_element):
+            with blocks_with_gemm:
+                _emit_blocks(ctx, g)
+            with element_by_element:
+                _emit_exact_rows(ctx, g)
+    return blocks, choose_gemm_partitions(blocks, g.rows * g.depth * g.out_features)
+
+
+def _block_rows(b: ir.IRBuilder, blk: ir.Value, g: ConvGeometry) -> tuple[ir.Value, ir.Value]:
+    """The first and one-past-last output row of block ``blk``."""
+    r0 = b.mul(blk, i64(g.block_rows))
+    r1 = b.add(r0, i64(g.block_rows))
+    return r0, b.select(b.icmp_signed("<", r1, i64(g.rows)), r1, i64(g.rows))
+
+
+def _emit_exact_rows(ctx: KernelContext, g: ConvGeometry) -> None:
+    """The blocks' rows element by element, by the elemental emitter (windows skip padding)."""
+    b = ctx.b
+    conv, out = ctx.instr, ctx.output_arrays[0]
+    em = ctx.emitter()
+    with for_range(b, ctx.kb.end, "block", ctx.kb.begin) as blk:
+        r0, r1 = _block_rows(b, blk, g)
+        with for_range(b, r1, "row", r0) as r:
+            n, *o = unflatten(b, r, [g.batch, *g.out_spatial])
+            with for_range(b, i64(g.out_features), "feature") as f:
+                index = IrIndex((n, *o, f), conv.shape, b.add(b.mul(r, i64(g.out_features)), f))
+                out.store(b, em.value_at(conv, index), index)
+
+
+def _emit_blocks(ctx: KernelContext, g: ConvGeometry) -> None:
+    """The blocked im2col loop of the module docstring."""
+    b = ctx.b
     fty, elem = (F64, 8) if g.is_double else (F32, 4)
-    rows, depth, block = g.rows, g.depth, g.block_rows
-    blocks = -(-rows // block)
+    depth = g.depth
     run_bytes = i64(g.features * elem)
     memcpy = _memory_intrinsic(b.module, "llvm.memcpy.p0.p0.i64", [PTR, PTR, I64, I1])
     memset = _memory_intrinsic(b.module, "llvm.memset.p0.i64", [PTR, ir.IntType(8), I64, I1])
     no = ir.Constant(I1, 0)
     x_base, w_base = ctx.operand_arrays[0].base, ctx.operand_arrays[1].base
     out_base = ctx.output_arrays[0].base
-    patches = stack_slot(b, ir.ArrayType(fty, block * depth), "patches")
+    patches = stack_slot(b, ir.ArrayType(fty, g.block_rows * depth), "patches")
 
     def element(base: ir.Value, index: ir.Value) -> ir.Value:
         return b.gep(base, [index], inbounds=True, source_etype=fty)
 
     with for_range(b, ctx.kb.end, "block", ctx.kb.begin) as blk:
-        r0 = b.mul(blk, i64(block))
-        r1 = b.select(b.icmp_signed("<", b.add(r0, i64(block)), i64(rows)), b.add(r0, i64(block)), i64(rows))
+        r0, r1 = _block_rows(b, blk, g)
         with for_range(b, r1, "row", r0) as r:
             n, *o = unflatten(b, r, [g.batch, *g.out_spatial])
             starts = [b.sub(b.mul(oi, i64(s)), i64(p)) for oi, s, p in zip(o, g.stride, g.pad_low, strict=True)]
@@ -200,4 +262,3 @@ def emit_im2col_gemm_kernel(ctx: KernelContext) -> tuple[int, int]:
         call_gemm(b, g.is_double, m, i64(g.out_features), i64(depth), patches, i64(depth),
                   w_base, i64(g.out_features), out_block, i64(g.out_features))
         flush_denormals(b, out_block, b.mul(m, i64(g.out_features)), fty)
-    return blocks, choose_gemm_partitions(blocks, rows * depth * g.out_features)

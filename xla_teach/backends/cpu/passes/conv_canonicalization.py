@@ -10,11 +10,9 @@ marks the convolution ``"conv_strategy":"im2col_gemm"`` in its backend_config, s
 shows the path chosen. NCHW (``bf01_oi01->bf01``) gets three transposes; JAX's NHWC/HWIO
 convolutions none.
 
-Padding cells take no part in a convolution's products (a NaN or inf weight over one adds
-nothing, as XLA computes it), but in the patch matrix they are zeros that ``gemm`` multiplies. So
-a padded (or base-dilated: the holes are padding too) convolution becomes ``conditional(every
-weight finite, the im2col convolution, the convolution as written)``: with finite weights the
-extra products are exact zeros. The exact branch is marked ``"conv_strategy":"elemental"``.
+A convolution that reads padding stays exact when a weight is NaN or inf (padding must not meet
+it): the kernel checks its weights at run time and computes such a call element by element (see
+the kernel's docstring), so the HLO holds one convolution either way.
 
 Grouped convolutions, reversed windows and element types other than f32/f64 are left to the
 element-by-element loop (the pass notes say which and why).
@@ -44,14 +42,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xla_teach.backends.cpu.kernels.convolution import IM2COL_GEMM, conv_strategy, im2col_unsupported
+from xla_teach.backends.cpu.kernels.convolution import IM2COL_GEMM, conv_strategy, im2col_unsupported, reads_padding
 from xla_teach.hlo.attributes import ConvDimensionNumbers
 from xla_teach.hlo.backend_config import set_backend_config_field
 from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.hlo.shape import Shape
-from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import add_callee, add_constant, add_instruction
+from xla_teach.passes.rewrite_utils import add_instruction
 
 Rewrite = Callable[[HloComputation, HloInstruction, HloInstruction, HloInstruction], HloInstruction]
 
@@ -66,41 +63,6 @@ def transpose(comp: HloComputation, x: HloInstruction, permutation: list[int]) -
     if permutation == sorted(permutation):
         return x
     return add_instruction(comp, "transpose", [x], {"dimensions": tuple(permutation)})
-
-
-def needs_guard(conv: HloInstruction) -> bool:
-    """Whether the convolution reads padding cells (padding, or holes of a base dilation)."""
-    return any(d.padding_low or d.padding_high or d.base_dilation != 1 for d in conv.attr("window").dimensions)
-
-
-def guarded(comp: HloComputation, conv: HloInstruction, rewrite: Rewrite) -> HloInstruction:
-    """``conditional(every weight finite, rewrite(conv), conv as written)`` (module docstring)."""
-    x, w = conv.operands
-    pred = Shape.array(PrimitiveType.PRED, ())
-    both = HloComputation("and_reducer")
-    a, b = both.add_parameter(pred, "a"), both.add_parameter(pred, "b")
-    both.root_instruction = both.add_instruction(HloInstruction("and", pred, [a, b]))
-    finite = add_instruction(comp, "is-finite", [w])
-    all_finite = add_instruction(comp, "reduce", [finite, add_constant(comp, True, PrimitiveType.PRED)],
-                                 {"dimensions": tuple(range(w.shape.rank)), "to_apply": both})
-    packed = add_instruction(comp, "tuple", [x, w])
-    branches = []
-    for name in ("finite_weights", "exact_convolution"):
-        branch = HloComputation(f"{conv.name}.{name}")
-        param = branch.add_parameter(packed.shape, "operands")
-        bx = branch.add_instruction(HloInstruction("get-tuple-element", x.shape, [param], {"index": 0}), "x")
-        bw = branch.add_instruction(HloInstruction("get-tuple-element", w.shape, [param], {"index": 1}), "w")
-        if name == "finite_weights":
-            branch.root_instruction = rewrite(branch, conv, bx, bw)
-        else:
-            exact = branch.add_instruction(conv.clone_with_new_operands(conv.shape, [bx, bw]))
-            set_conv_strategy(exact, "elemental")  # stays a convolution
-            branch.root_instruction = exact
-        branches.append(branch)
-    for new in (both, *branches):
-        add_callee(comp, new)
-    return add_instruction(comp, "conditional", [all_finite, packed, packed],
-                           {"true_computation": branches[0], "false_computation": branches[1]}, shape=conv.shape)
 
 
 def canonical_convolution(comp: HloComputation, conv: HloInstruction, x: HloInstruction,
@@ -135,11 +97,10 @@ class ConvCanonicalization(HloPass):
                 self.note(f"{conv.name}: left to the element loop ({why})")
                 continue
             name = conv.name
-            guard = needs_guard(conv)
-            new = guarded(comp, conv, canonical_convolution) if guard else canonical_convolution(
-                comp, conv, *conv.operands)
+            new = canonical_convolution(comp, conv, *conv.operands)
             comp.replace_instruction(conv, new).name = name
             self.note(f"{name}: blocked im2col + gemm" + (
-                " (reads padding: when every weight is finite; else the convolution as written)" if guard else ""))
+                " (reads padding: element by element in a call with a non-finite weight)"
+                if reads_padding(conv) else ""))
             changed = True
         return changed

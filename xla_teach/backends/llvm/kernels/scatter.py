@@ -33,13 +33,16 @@ def _copy(ctx: KernelContext, source: IrArray, dest: IrArray) -> None:
         index.dims, source.shape)), index), "copy")
 
 
-def emit_scatter_kernel(ctx: KernelContext) -> tuple[int, int]:
+def emit_scatter_kernel(ctx: KernelContext, in_place: bool = False) -> tuple[int, int]:
+    """The operand copied into the output (unless buffer assignment put the output in the
+    operand's buffer: ``in_place``), then each update combined into its target element."""
     instr, b = ctx.instr, ctx.b
     n = (instr.operand_count - 1) // 2
     operands, indices, updates = ctx.operand_arrays[:n], ctx.operand_arrays[n], ctx.operand_arrays[n + 1:]
     outputs = ctx.output_arrays
-    for source, dest in zip(operands, outputs, strict=True):
-        _copy(ctx, source, dest)
+    if not in_place:
+        for source, dest in zip(operands, outputs, strict=True):
+            _copy(ctx, source, dest)
     upd_shape = updates[0].shape
 
     def body(u: IrIndex) -> None:
