@@ -55,10 +55,11 @@ def _optimize(disabled: frozenset[str] = frozenset()) -> tuple[str, PassRecorder
 
 
 def test_documented_order() -> None:
-    assert default_pipeline().describe().splitlines()[:13] == [
+    assert default_pipeline().describe().splitlines()[:14] == [
         "cpu-pipeline",
         "  optimization",
         "    call-inliner",
+        "    layout-assignment",
         "    simplification (fixed point)",
         "      algsimp",
         "      constant_folding",

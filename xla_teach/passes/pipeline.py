@@ -6,6 +6,7 @@ until none of them changes the module)::
     <backend>-pipeline
       optimization
         call-inliner                      # once, first: later passes see across calls
+        layout-assignment                 # intermediate arrays row-major (JAX's {0,1} transposes)
         simplification (fix)
           algsimp                         # local algebraic rewrites (rule table in its docstring)
           constant_folding                # evaluate constant subexpressions with the interpreter
@@ -19,7 +20,8 @@ until none of them changes the module)::
       fusion
         fusion, multi_output_fusion, dce
 
-XLA runs more passes (expanders, layout assignment, copy insertion...) and splits
+XLA runs more passes (expanders, copy insertion...; its layout assignment chooses every
+intermediate layout, where this one only makes them row-major) and splits
 ``transpose-folding`` and ``cse`` out of its ``simplification`` fixed point; keeping
 them inside here costs nothing and lets their results feed ``algsimp`` again.
 
@@ -35,6 +37,7 @@ from __future__ import annotations
 from xla_teach.passes.fusion.fusion_rules import FusionConfig
 from xla_teach.passes.fusion.instruction_fusion import InstructionFusion
 from xla_teach.passes.fusion.multi_output_fusion import MultiOutputFusion
+from xla_teach.passes.lowering.layout_assignment import LayoutAssignment
 from xla_teach.passes.pass_base import HloPass, HloPassFix, HloPassPipeline
 from xla_teach.passes.simplifiers.algebraic_simplifier import AlgebraicSimplifier
 from xla_teach.passes.simplifiers.call_inliner import CallInliner
@@ -60,7 +63,7 @@ def simplification_passes() -> list[HloPass]:
 def default_pipeline(backend: str = "cpu", fusion_config: FusionConfig | None = None) -> HloPassPipeline:
     config = fusion_config or FusionConfig()
     simplification = HloPassFix("simplification", simplification_passes())
-    optimization = HloPassPipeline("optimization", [CallInliner(), simplification])
+    optimization = HloPassPipeline("optimization", [CallInliner(), LayoutAssignment(), simplification])
     fusion = HloPassPipeline("fusion", [InstructionFusion(config), MultiOutputFusion(config),
                                         DeadCodeElimination()])
     return HloPassPipeline(f"{backend}-pipeline", [optimization, fusion])

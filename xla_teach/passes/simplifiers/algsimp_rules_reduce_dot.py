@@ -126,8 +126,9 @@ def transpose_of_dot(instr: HloInstruction) -> HloInstruction | None:
     the product needs a temporary buffer and a transposing copy."""
     dot = instr.operand(0)
     if (dot.opcode != "dot" or len(dot.users) != 1 or tuple(instr.dimensions) != (1, 0)
-            or dot.attr("lhs_batch_dims") or dot.attr("rhs_batch_dims") or dot.shape.rank != 2):
-        return None
+            or dot.attr("lhs_batch_dims") or dot.attr("rhs_batch_dims") or dot.shape.rank != 2
+            or not instr.shape.has_default_layout() or not dot.shape.has_default_layout()):
+        return None  # (a transpose into another layout is a bitcast: nothing to save)
     lhs, rhs = dot.operands
     attrs = {k: v for k, v in dot.attrs.items() if k not in ("backend_config",)}
     attrs["lhs_contracting_dims"], attrs["rhs_contracting_dims"] = (dot.attr("rhs_contracting_dims"),
