@@ -185,8 +185,10 @@ print("collectives:", bytes_sent(module))
 #    `P("x", "y")` and `w` as `P("y", None)`. Which plan does the partitioner choose (read the
 #    notes), which collectives appear, and how many bytes does a device send?
 # 2. **Resharding.** Put `xla_teach.with_sharding_constraint(y, cols)` on the result of case 1
-#    (rows in, columns wanted). Find the `all-gather` and the `dynamic-slice` the partitioner
-#    adds, and explain why `partition-id` appears in the per-device program.
+#    (rows in, columns wanted). Find the `all-to-all` the partitioner adds and the reshapes and
+#    transpose around it: how many bytes does each device send, against gathering the whole
+#    result? Then, on a 2x2 mesh, go from `P("x", None)` to `P(None, "y")`: why does the
+#    partitioner fall back to an `all-gather` and a `dynamic-slice` by `partition-id`?
 # 3. **Cost model.** For `a: [B, K]`, `w: [K, N]` on `g` devices, write the bytes each device
 #    sends in cases 1-3 as formulas. For which shapes is splitting the contraction cheaper
 #    than gathering `w`?

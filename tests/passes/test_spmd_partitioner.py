@@ -94,6 +94,16 @@ CASES = {
     # a slice of the split dimension: computed whole, from gathered rows
     "slice_split_dimension": ([("f32[8,6]", "{devices=[4,1]<=[4]}")],
                               "  ROOT s = f32[5,6] slice(p0), slice={[1:6], [0:6]}"),
+    # rows split four ways to columns split four ways: one all-to-all (on a 2x2 mesh with
+    # replication: one per replica group)
+    "reshard_all_to_all": ([("f32[8,12]", "{devices=[4,1]<=[4]}")],
+                           "  c = f32[8,12] custom-call(p0), custom_call_target=\"Sharding\", sharding={devices=[1,4]<=[4]}\n"
+                           "  ROOT n = f32[8,12] negate(c), sharding={devices=[1,4]<=[4]}"),
+    "reshard_all_to_all_replicated": (
+        [("f32[6,4,10]", "{devices=[1,1,2,2]<=[4] last_tile_dim_replicate}")],
+        "  c = f32[6,4,10] custom-call(p0), custom_call_target=\"Sharding\", "
+        "sharding={devices=[2,1,1,2]<=[4] last_tile_dim_replicate}\n"
+        "  ROOT n = f32[6,4,10] negate(c), sharding={devices=[2,1,1,2]<=[4] last_tile_dim_replicate}"),
     # a Sharding custom call reshards; the ROOT's own sharding is honoured
     "constraint": ([("f32[8,4]", "{devices=[4,1]<=[4]}")],
                    "  c = f32[8,4] custom-call(p0), custom_call_target=\"Sharding\", sharding={devices=[1,4]<=[4]}\n"
@@ -127,6 +137,8 @@ def test_partitioned_programs_give_the_one_device_result(case: str) -> None:
     ("dot_columns", {"all-reduce": 0, "all-gather": 0}),
     ("data_movement", {"all-reduce": 0, "all-gather": 0}),
     ("dot_other", {"all-reduce": 0, "all-gather": 2}),  # both operands gathered
+    ("reshard_all_to_all", {"all-to-all": 1, "all-gather": 0}),
+    ("reshard_all_to_all_replicated", {"all-to-all": 1, "all-gather": 0}),
 ])
 def test_the_fast_paths_move_only_what_they_must(case: str, collectives: dict[str, int]) -> None:
     params, body = CASES[case]
@@ -153,6 +165,34 @@ def test_jaxs_modules_partitioned_by_xla_teach_give_xlas_results(name: str) -> N
     for got in (run_global(partitioned, args), on_cpu):
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    ops = [i.opcode for i in partitioned.instructions()]
     if name == "data_parallel":
-        ops = [i.opcode for i in partitioned.instructions()]
         assert ops.count("all-reduce") == 1 and "all-gather" not in ops
+    if name == "transpose_all_to_all":  # XLA's own partitioning uses one all-to-all too
+        assert ops.count("all-to-all") == 1 and "all-gather" not in ops
+    if name == "gather_split_table":  # the table stays where it is
+        assert ops.count("all-reduce") == 1 and "all-gather" not in ops
+
+
+@pytest.mark.parametrize("sharding", ["{devices=[4,1]<=[4]}", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}",
+                                      "{devices=[4,1]<=[2,2]T(1,0)}"])
+def test_a_lookup_in_a_table_split_by_rows_moves_only_the_rows_looked_up(sharding: str) -> None:
+    """An embedding lookup: a local gather of each device's rows, masked, and one all-reduce; out of
+    range indices are clamped to the table, as on one device."""
+    text = (f"HloModule m, num_partitions=4\n\n{ADD}ENTRY main {{\n"
+            f"  t = f32[16,5] parameter(0), sharding={sharding}\n"
+            "  i = s32[7,1] parameter(1), sharding={replicated}\n"
+            "  ROOT g = f32[7,5] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+            "index_vector_dim=1, slice_sizes={1,5}\n}\n")
+    rng = np.random.default_rng(4)
+    table = rng.standard_normal((16, 5)).astype(np.float32)
+    ids = np.array([[0], [15], [7], [-3], [40], [8], [4]], np.int32)
+    want = HloEvaluator().evaluate_module(parse_hlo(text.replace("num_partitions=4", "num_partitions=1")), [table, ids])
+    pass_ = SpmdPartitioner()
+    module = parse_hlo(text)
+    pass_.run(module)
+    ops = [i.opcode for i in module.instructions()]
+    assert ops.count("all-reduce") == 1 and "all-gather" not in ops, module.to_text()
+    assert any("table split by rows" in n for n in pass_.notes)
+    (got,) = run_global(module, [table, ids])
+    np.testing.assert_array_equal(got, want[0])

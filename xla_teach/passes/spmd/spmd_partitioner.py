@@ -49,9 +49,17 @@ After::
       ROOT t = f32[2,3] tanh(x), sharding={devices=[2,1]<=[2]}
     }
 
-XLA's ``SpmdPartitioner`` knows many more local rules (halo exchanges for windows, gathers from
-sharded tables, ``all-to-all`` for resharding between dimensions, collective-permutes); here
-those cases take the general route, which is always correct and moves the most data.
+A value split along one dimension that must be split along another over the same devices is
+resharded with one ``all-to-all`` instead (each device keeps ``1/n`` of its piece and trades the
+rest), as XLA does for a transpose of a split matrix.
+
+A ``gather`` from a table split by rows (an embedding lookup) looks up in each device's own rows,
+zeroes the lookups another device holds and adds them with an ``all-reduce``: the table never moves.
+(A ``-0.0`` looked up comes out ``+0.0``: the sum adds zeros to it.)
+
+XLA's ``SpmdPartitioner`` knows many more local rules (halo exchanges for windows,
+collective-permutes); here those cases take the general route, which is always correct and
+moves the most data.
 """
 
 from __future__ import annotations
@@ -216,6 +224,8 @@ class _PerDeviceBuilder:
             return local, target
         if op == "dot":
             return self.lower_dot(instr)
+        if op == "gather":
+            return self.lower_gather(instr) or self.whole(instr)
         if op == "reduce" and instr.operand_count == 2 and instr.shape.is_array:
             return self.lower_reduce(instr)
         return self.whole(instr)
@@ -265,6 +275,63 @@ class _PerDeviceBuilder:
                   f"{replica_groups_text(groups)}")
         return self.all_reduce(local, groups, reduce.to_apply), result
 
+    def lower_gather(self, gather: HloInstruction) -> tuple[HloInstruction, HloSharding] | None:
+        """A lookup in a table split by rows (an embedding): each device looks up in its own rows,
+        zeroes the results whose row another device holds, and an ``all-reduce`` adds them up --
+        the table never moves, only the looked-up rows do. The row index is clamped first, as
+        ``gather`` does with the whole table. None when the gather is not of that form: the
+        split dimension collapsed and the only one indexed, indices whole, one index per lookup."""
+        table, indices = gather.operands
+        has = self.have[table.unique_id]
+        if not tiled(has) or not self.is_replicated(indices) or has.kind != "tiled":
+            return None
+        split = [d for d, t in enumerate(has.data_tile_dims) if t > 1]
+        vector_dim = int(gather.attr("index_vector_dim"))
+        index_dims = indices.shape.dimensions
+        etype = gather.shape.element_type
+        if (len(split) != 1 or tuple(gather.attr("start_index_map")) != (split[0],)
+                or split[0] not in gather.attr("collapsed_slice_dims") or gather.attr("operand_batching_dims")
+                or (vector_dim < len(index_dims) and index_dims[vector_dim] != 1)
+                or etype in (PrimitiveType.PRED,) or not gather.shape.is_array):
+            return None
+        (s,) = split
+        comp, s32 = self.comp, PrimitiveType.S32
+        rows, tile = table.shape.dimensions[s], has.tile_shape(table.shape.dimensions)[s]
+        idx = self.local[indices.unique_id]
+        if idx.shape.element_type is not s32:
+            idx = add_instruction(comp, "convert", [idx], result_element_type=s32)
+
+        def full(value: int) -> HloInstruction:
+            return add_instruction(comp, "broadcast", [add_constant(comp, value, s32)], {"dimensions": ()},
+                                   result_dims=index_dims)
+
+        clamped = add_instruction(comp, "clamp", [full(0), idx, full(rows - 1)])
+        offsets = np.array([(has.tile_index(d) or (0,) * table.shape.rank)[s] * tile for d in range(self.n)], np.int32)
+        mine = add_instruction(comp, "dynamic-slice", [add_constant(comp, offsets, s32), self.partition_id()],
+                               {"dynamic_slice_sizes": (1,)})
+        offset = add_instruction(comp, "broadcast", [add_instruction(comp, "reshape", [mine], result_dims=())],
+                                 {"dimensions": ()}, result_dims=index_dims)
+        local_idx = add_instruction(comp, "subtract", [clamped, offset])
+        pred = PrimitiveType.PRED
+        at_least = add_instruction(comp, "compare", [local_idx, full(0)], {"direction": "GE"},
+                                   result_element_type=pred)
+        below = add_instruction(comp, "compare", [local_idx, full(tile)], {"direction": "LT"}, result_element_type=pred)
+        held = add_instruction(comp, "and", [at_least, below])
+        looked_up = self.clone(gather, [self.local[table.unique_id], local_idx], gather.shape.dimensions)
+        batch = [d for d in range(gather.shape.rank) if d not in gather.attr("offset_dims")]
+        batch_dims = tuple(d for k, d in enumerate(index_dims) if k != vector_dim)
+        if held.shape.dimensions != batch_dims:
+            held = add_instruction(comp, "reshape", [held], result_dims=batch_dims)
+        held = add_instruction(comp, "broadcast", [held], {"dimensions": tuple(batch)},
+                               result_dims=gather.shape.dimensions)
+        zeros = add_instruction(comp, "broadcast", [add_constant(comp, 0, etype)], {"dimensions": ()},
+                                result_dims=gather.shape.dimensions)
+        masked = add_instruction(comp, "select", [held, looked_up, zeros])
+        groups = [list(map(int, column)) for column in data_assignment(has).reshape(has.data_tile_dims[s], -1).T]
+        self.note(f"{gather.name}: a lookup in a table split by rows: each device looks up its own rows, "
+                  f"zeroes the rest, all-reduce over {replica_groups_text(groups)}")
+        return self.all_reduce(masked, groups, self.adder(etype)), REPLICATED
+
     def whole(self, instr: HloInstruction) -> tuple[HloInstruction, HloSharding]:
         """Computed whole on every device, from replicated operands."""
         operands = []
@@ -310,8 +377,46 @@ class _PerDeviceBuilder:
             # a broadcast scalar: every tile is the same broadcast, made at the tile's shape
             tile = want.tile_shape(dims)
             return add_instruction(self.comp, "broadcast", [value.operand(0)], {"dimensions": ()}, result_dims=tile)
+        swapped = self.all_to_all(value, has, want, dims)
+        if swapped is not None:
+            return swapped
         whole = self.gather(value, has, dims) if tiled(has) else value
         return self.slice_mine(whole, want, dims) if tiled(want) else whole
+
+    def all_to_all(self, value: HloInstruction, has: HloSharding, want: HloSharding,
+                   dims: tuple[int, ...]) -> HloInstruction | None:
+        """From split along ``a`` to split along ``b`` over the same devices, with one ``all-to-all``:
+        each device cuts its piece into one chunk per device along ``b``, sends chunk ``j`` to the
+        device that will hold column block ``j``, and stacks what it receives along ``a`` -- every
+        device sends and receives ``(n-1)/n`` of its piece, where gathering everything moves
+        ``n-1`` whole pieces. None when the shardings do not have that form (evenly split)."""
+        if not (tiled(has) and tiled(want)):
+            return None
+        split_has = [d for d, t in enumerate(has.data_tile_dims) if t > 1]
+        split_want = [d for d, t in enumerate(want.data_tile_dims) if t > 1]
+        if len(split_has) != 1 or len(split_want) != 1 or split_has == split_want:
+            return None
+        (a,), (b,) = split_has, split_want
+        n = has.data_tile_dims[a]
+        mine, theirs = data_assignment(has).reshape(n, -1), data_assignment(want).reshape(n, -1)
+        if want.data_tile_dims[b] != n or dims[a] % n or dims[b] % n or not np.array_equal(mine, theirs):
+            return None
+        groups = [list(map(int, mine[:, r])) for r in range(mine.shape[1])]
+        comp = self.comp
+        piece = list(value.shape.dimensions)  # dims with dims[a] / n
+        cut = piece[:b] + [n, dims[b] // n] + piece[b + 1:]  # b cut into (chunk, part of the chunk)
+        chunks = add_instruction(comp, "reshape", [value], result_dims=tuple(cut))
+        swapped = add_instruction(comp, "all-to-all", [chunks], {
+            "dimensions": (b,), "replica_groups": replica_groups_text(groups)}, shape=chunks.shape)
+        a_at = a if a < b else a + 1  # where the split dimension is in `cut`
+        order = [k for k in range(len(cut)) if k != b]
+        order.insert(order.index(a_at), b)  # the received chunks go just before the rows they are
+        moved = add_instruction(comp, "transpose", [swapped], {"dimensions": tuple(order)})
+        final = list(dims)
+        final[b] = dims[b] // n
+        self.note(f"{value.name}: resharded by all-to-all from dimension {a} to dimension {b} over "
+                  f"{replica_groups_text(groups)}")
+        return add_instruction(comp, "reshape", [moved], result_dims=tuple(final))
 
     def gather(self, value: HloInstruction, has: HloSharding, dims: tuple[int, ...]) -> HloInstruction:
         """The whole array on every device, from each device's tile of it."""
