@@ -57,7 +57,7 @@ from llvmlite import ir
 from xla_teach.backends.cpu.blas import find_blas
 from xla_teach.backends.cpu.kernels.dot import call_gemm, flush_denormals
 from xla_teach.backends.cpu.kernels.partitions import choose_gemm_partitions
-from xla_teach.backends.llvm.ir_array import IrIndex, i64, unflatten
+from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64, unflatten
 from xla_teach.backends.llvm.ir_types import F32, F64, I1, I64, PTR
 from xla_teach.backends.llvm.kernel_context import KernelContext
 from xla_teach.backends.llvm.loops import for_range, stack_slot
@@ -191,7 +191,8 @@ def emit_im2col_gemm_kernel(ctx: KernelContext) -> tuple[int, int]:
             with blocks_with_gemm:
                 _emit_blocks(ctx, g)
             with element_by_element:
-                _emit_exact_rows(ctx, g)
+                x, w = (a.base for a in ctx.operand_arrays)
+                b.call(_exact_rows_function(ctx, g), [x, w, ctx.output_arrays[0].base, ctx.kb.begin, ctx.kb.end])
     return blocks, choose_gemm_partitions(blocks, g.rows * g.depth * g.out_features)
 
 
@@ -200,6 +201,35 @@ def _block_rows(b: ir.IRBuilder, blk: ir.Value, g: ConvGeometry) -> tuple[ir.Val
     r0 = b.mul(blk, i64(g.block_rows))
     r1 = b.add(r0, i64(g.block_rows))
     return r0, b.select(b.icmp_signed("<", r1, i64(g.rows)), r1, i64(g.rows))
+
+
+@dataclass
+class _Function:
+    """What the elemental emitter needs of a kernel builder: an IR builder and a loop range."""
+
+    b: ir.IRBuilder
+    module: ir.Module
+    begin: ir.Value
+    end: ir.Value
+
+
+def _exact_rows_function(ctx: KernelContext, g: ConvGeometry) -> ir.Function:
+    """``void <kernel>.exact(x, w, out, begin, end)``: the blocks' rows element by element. A
+    path for a rare case (a NaN or inf weight), so LLVM is told not to optimize it (``optnone``,
+    ``cold``): optimizing its nest of window loops cost more compile time than the rest together."""
+    module = ctx.b.module
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, I64, I64]),
+                     f"{ctx.b.function.name}.exact")
+    for attribute in ("noinline", "optnone", "cold", "nounwind"):
+        fn.attributes.add(attribute)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    x, w, out, begin, end = fn.args
+    operands = [IrArray(base, array.shape) for base, array in zip((x, w), ctx.operand_arrays, strict=True)]
+    rows = KernelContext(_Function(b, module, begin, end), ctx.instr, operands,
+                         [IrArray(out, ctx.output_arrays[0].shape)])
+    _emit_exact_rows(rows, g)
+    b.ret_void()
+    return fn
 
 
 def _emit_exact_rows(ctx: KernelContext, g: ConvGeometry) -> None:
