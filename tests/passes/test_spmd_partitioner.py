@@ -196,3 +196,45 @@ def test_a_lookup_in_a_table_split_by_rows_moves_only_the_rows_looked_up(shardin
     assert any("table split by rows" in n for n in pass_.notes)
     (got,) = run_global(module, [table, ids])
     np.testing.assert_array_equal(got, want[0])
+
+
+MAX = """
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+"""
+
+
+@pytest.mark.parametrize("sharding,window,out,reducer,init", [
+    # max-pooling 2x2, stride 2, rows split: every window inside a piece, no halo
+    ("{devices=[1,4,1,1]<=[4]}", "size=1x2x2x1 stride=1x2x2x1", "2,8,6,3", "max", "-inf"),
+    # a SAME 3x3 max filter, rows split four ways: one row from each neighbour, -inf at the ends
+    ("{devices=[1,4,1,1]<=[4]}", "size=1x3x3x1 pad=0_0x1_1x1_1x0_0", "2,16,12,3", "max", "-inf"),
+    # the same split over rows and columns of a 2x2 mesh: corners come along with the second halo
+    ("{devices=[1,2,2,1]<=[4]}", "size=1x3x3x1 pad=0_0x1_1x1_1x0_0", "2,16,12,3", "max", "-inf"),
+    # a moving sum of 5 with padding 3 before and 1 after, rows split, replicated twice over
+    ("{devices=[1,2,1,1,2]<=[4] last_tile_dim_replicate}", "size=1x5x1x1 pad=0_0x3_1x0_0x0_0", "2,16,12,3",
+     "add", "0"),
+])
+def test_windows_across_a_split_dimension_exchange_halos(sharding: str, window: str, out: str, reducer: str,
+                                                          init: str) -> None:
+    text = (f"HloModule m, num_partitions=4\n{ADD}{MAX}ENTRY main {{\n"
+            f"  x = f32[2,16,12,3] parameter(0), sharding={sharding}\n"
+            f"  init = f32[] constant({init})\n"
+            f"  ROOT r = f32[{out}] reduce-window(x, init), window={{{window}}}, to_apply={reducer}\n}}\n")
+    x = np.random.default_rng(5).standard_normal((2, 16, 12, 3)).astype(np.float32)
+    (want,) = HloEvaluator().evaluate_module(parse_hlo(text.replace("num_partitions=4", "num_partitions=1")), [x])
+    pass_ = SpmdPartitioner()
+    module = parse_hlo(text)
+    pass_.run(module)
+    ops = [i.opcode for i in module.instructions()]
+    assert "all-gather" not in ops, module.to_text()
+    halos = sum(1 for n in pass_.notes if "halo" in n)
+    assert ops.count("collective-permute") == (0 if "stride" in window else 2 * halos)  # left and right
+    executable = compile_module(module, "cpu")
+    on_cpu = run_global(module, [x], run=lambda pieces: run_devices(
+        4, lambda device: executable.execute(pieces[device.index])))
+    for got in (run_global(module, [x]), on_cpu):
+        np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-5)

@@ -18,6 +18,9 @@ one walks the computation forward, in dataflow order, one rule per kind of instr
   replication (their devices hold partial results that an ``all-reduce`` combines);
 * ``slice``, ``pad``, ``concatenate`` and ``reverse`` keep the first operand's split when they
   only rearrange dimensions that are not split (each device slices or pads its own piece);
+* ``reduce-window`` (pooling, moving sums) keeps its operand's split when each device's windows
+  start in its own piece (:func:`halo_plan`): the few elements they reach beyond it -- the *halo*
+  -- come from the neighbours;
 * ``tuple``/``get-tuple-element`` pass shardings through; everything else is replicated;
 * a ``shard_map`` as Shardy writes it -- ``xla.sdy.GlobalToLocalShape``, a ``call`` of the body,
   ``xla.sdy.LocalToGlobalShape`` -- is *manual* inside (each device's own value, the body
@@ -140,7 +143,32 @@ def natural_sharding(instr: HloInstruction, of: Callable[[HloInstruction], HloSh
         return dot_plan(instr, of(instr.operand(0)), of(instr.operand(1)))[1]
     if op == "reduce" and instr.operand_count == 2:
         return reduce_plan(instr, of(instr.operand(0)))[1]
+    if op == "reduce-window" and instr.operand_count == 2 and halo_plan(instr, of(instr.operand(0))) is not None:
+        return of(instr.operand(0))
     return REPLICATED
+
+
+def halo_plan(instr: HloInstruction, operand: HloSharding) -> list[tuple[int, int, int]] | None:
+    """A ``reduce-window`` split along some dimensions: ``(dimension, left, right)`` for each, the
+    elements a device needs from its left and right neighbours' pieces (its *halo*), when every
+    device's windows fit that way: even pieces, a stride that divides them, each device's outputs
+    exactly the windows that start in its piece, no dilation, halos no wider than a piece. None
+    otherwise."""
+    if not tiled(operand):
+        return None
+    dims = instr.operand(0).shape.dimensions
+    plan = []
+    for d, (tiles, w) in enumerate(zip(operand.data_tile_dims, instr.attr("window").dimensions, strict=True)):
+        if tiles == 1:
+            continue
+        piece = dims[d] // tiles
+        left, right = w.padding_low, w.size - w.stride - w.padding_low
+        if (dims[d] % tiles or piece % w.stride or instr.shape.dimensions[d] * w.stride != dims[d]
+                or w.base_dilation != 1 or w.window_dilation != 1 or w.window_reversal
+                or not 0 <= left <= piece or not 0 <= right <= piece):
+            return None
+        plan.append((d, left, right))
+    return plan
 
 
 def moved_dimensions(instr: HloInstruction) -> list[int]:

@@ -57,13 +57,18 @@ A ``gather`` from a table split by rows (an embedding lookup) looks up in each d
 zeroes the lookups another device holds and adds them with an ``all-reduce``: the table never moves.
 (A ``-0.0`` looked up comes out ``+0.0``: the sum adds zeros to it.)
 
-XLA's ``SpmdPartitioner`` knows many more local rules (halo exchanges for windows,
-collective-permutes); here those cases take the general route, which is always correct and
-moves the most data.
+A ``reduce-window`` (pooling, a moving sum) over a split dimension runs on each device's piece
+extended by a *halo*: the few elements its windows reach in the neighbours' pieces, each side
+sent by one ``collective-permute`` (the padding value at the ends of the array).
+
+XLA's ``SpmdPartitioner`` knows many more local rules (halos for convolutions, scatters into
+split tables, ...); here those cases take the general route, which is always correct and moves
+the most data.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable
 
@@ -85,6 +90,7 @@ from xla_teach.passes.spmd.sharding_propagation import (
     contraction_order,
     data_assignment,
     dot_plan,
+    halo_plan,
     natural_sharding,
     propagate,
     reduce_plan,
@@ -226,6 +232,8 @@ class _PerDeviceBuilder:
             return self.lower_dot(instr)
         if op == "gather":
             return self.lower_gather(instr) or self.whole(instr)
+        if op == "reduce-window" and instr.operand_count == 2 and instr.shape.is_array:
+            return self.lower_reduce_window(instr)
         if op == "reduce" and instr.operand_count == 2 and instr.shape.is_array:
             return self.lower_reduce(instr)
         return self.whole(instr)
@@ -331,6 +339,70 @@ class _PerDeviceBuilder:
         self.note(f"{gather.name}: a lookup in a table split by rows: each device looks up its own rows, "
                   f"zeroes the rest, all-reduce over {replica_groups_text(groups)}")
         return self.all_reduce(masked, groups, self.adder(etype)), REPLICATED
+
+    def lower_reduce_window(self, window_op: HloInstruction) -> tuple[HloInstruction, HloSharding]:
+        """Windows over a split dimension: each device extends its piece with a *halo* -- the last
+        ``left`` elements of its left neighbour's piece and the first ``right`` of its right
+        neighbour's, each sent by one ``collective-permute`` (the padding value at the ends of
+        the whole array) -- then runs the windows on it without padding along that dimension."""
+        operand, init = window_op.operands
+        has = self.have[operand.unique_id]
+        plan = halo_plan(window_op, has)
+        if plan is None or not self.is_replicated(init):
+            return self.whole(window_op)
+        value, pad = self.local[operand.unique_id], self.local[init.unique_id]
+        windows = list(window_op.attr("window").dimensions)
+        for d, left, right in plan:
+            value = self.with_halo(value, has, d, left, right, pad)
+            windows[d] = dataclasses.replace(windows[d], padding_low=0, padding_high=0)
+            self.note(f"{window_op.name}: windows across the split dimension {d}: a halo of {left} element(s) "
+                      f"from the left neighbour and {right} from the right, by collective-permute")
+        dims = has.tile_shape(window_op.shape.dimensions)
+        local = self.clone(window_op, [value, pad], dims)
+        local.attrs["window"] = dataclasses.replace(window_op.attr("window"), dimensions=tuple(windows))
+        return local, has
+
+    def with_halo(self, piece: HloInstruction, has: HloSharding, d: int, left: int, right: int,
+                  pad: HloInstruction) -> HloInstruction:
+        """``piece`` with ``left`` elements of the left neighbour's piece before it and ``right`` of
+        the right neighbour's after it, along ``d``; at the ends of the array, ``pad``."""
+        comp = self.comp
+        assignment = data_assignment(has)
+        tiles = has.data_tile_dims[d]
+        moved = np.moveaxis(assignment, d, 0).reshape(tiles, -1)  # [tile along d, everything else]
+        size = piece.shape.dimensions[d]
+        # this device's tile index along d, from a table by partition-id
+        index = np.zeros(self.n, np.int32)
+        for t in range(tiles):
+            index[moved[t]] = t
+        mine = add_instruction(comp, "dynamic-slice", [add_constant(comp, index, PrimitiveType.S32),
+                                                        self.partition_id()], {"dynamic_slice_sizes": (1,)})
+        mine = add_instruction(comp, "reshape", [mine], result_dims=())
+
+        def halo(start: int, stop: int, step: int, edge: int) -> HloInstruction:
+            spec = tuple(SliceDim(start, stop) if k == d else SliceDim(0, n)
+                         for k, n in enumerate(piece.shape.dimensions))
+            part = add_instruction(comp, "slice", [piece], {"slice": spec})
+            pairs = [(int(moved[t, r]), int(moved[t + step, r])) for t in range(tiles) if 0 <= t + step < tiles
+                     for r in range(moved.shape[1])]
+            received = add_instruction(comp, "collective-permute", [part], {
+                "source_target_pairs": "{" + ",".join(f"{{{a},{b}}}" for a, b in pairs) + "}"}, shape=part.shape)
+            at_edge = add_instruction(comp, "compare", [mine, add_constant(comp, edge, PrimitiveType.S32)],
+                                      {"direction": "EQ"})
+            dims = part.shape.dimensions
+            at_edge = add_instruction(comp, "broadcast", [at_edge], {"dimensions": ()}, result_dims=dims)
+            padding = add_instruction(comp, "broadcast", [pad], {"dimensions": ()}, result_dims=dims)
+            return add_instruction(comp, "select", [at_edge, padding, received])
+
+        parts = []
+        if left:
+            parts.append(halo(size - left, size, 1, 0))  # sent to the right neighbour
+        parts.append(piece)
+        if right:
+            parts.append(halo(0, right, -1, tiles - 1))  # sent to the left neighbour
+        if len(parts) == 1:
+            return piece
+        return add_instruction(comp, "concatenate", parts, {"dimensions": (d,)})
 
     def whole(self, instr: HloInstruction) -> tuple[HloInstruction, HloSharding]:
         """Computed whole on every device, from replicated operands."""
