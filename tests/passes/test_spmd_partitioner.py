@@ -172,6 +172,11 @@ def test_jaxs_modules_partitioned_by_xla_teach_give_xlas_results(name: str) -> N
         assert ops.count("all-to-all") == 1 and "all-gather" not in ops
     if name == "gather_split_table":  # the table stays where it is
         assert ops.count("all-reduce") == 1 and "all-gather" not in ops
+    moved = {op for op in ops if op in ("all-gather", "all-reduce", "all-to-all", "collective-permute")}
+    if name in ("conv_batch", "maxpool_rows"):  # images (rows of windows) stay on their devices
+        assert not moved
+    if name == "conv_rows":  # one halo row from each neighbour
+        assert ops.count("collective-permute") == 2 and moved == {"collective-permute"}
 
 
 @pytest.mark.parametrize("sharding", ["{devices=[4,1]<=[4]}", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}",
@@ -238,3 +243,66 @@ def test_windows_across_a_split_dimension_exchange_halos(sharding: str, window: 
         4, lambda device: executable.execute(pieces[device.index])))
     for got in (run_global(module, [x]), on_cpu):
         np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("sharding,window,out,permutes", [
+    # images split: data parallelism, nothing moves
+    ("{devices=[4,1,1,1]<=[4]}", "size=3x3 pad=1_1x1_1", "4,12,10,5", 0),
+    # rows split, a SAME 3x3 convolution: one row from each neighbour
+    ("{devices=[1,4,1,1]<=[4]}", "size=3x3 pad=1_1x1_1", "4,12,10,5", 2),
+    # images over one mesh axis, rows over the other
+    ("{devices=[2,2,1,1]<=[4]}", "size=3x3 pad=1_1x1_1", "4,12,10,5", 2),
+    # rows split four ways, stride 2: pieces of 3 rows, which the stride does not divide: computed whole
+    ("{devices=[1,4,1,1]<=[4]}", "size=4x4 stride=2x2 pad=1_1x1_1", "4,6,5,5", None),
+    # rows split two ways, stride 2 (pieces of 6 rows): one row from the left, one from the right
+    ("{devices=[1,2,1,1,2]<=[4] last_tile_dim_replicate}", "size=4x4 stride=2x2 pad=1_1x1_1", "4,6,5,5", 2),
+])
+def test_convolutions_of_split_images_run_locally_with_halos(sharding: str, window: str, out: str,
+                                                             permutes: int | None) -> None:
+    text = ("HloModule m, num_partitions=4\nENTRY main {\n"
+            f"  x = f32[4,12,10,3] parameter(0), sharding={sharding}\n"
+            "  w = f32[SIZE,3,5] parameter(1), sharding={replicated}\n"
+            f"  ROOT c = f32[{out}] convolution(x, w), window={{{window}}}, dim_labels=b01f_01io->b01f\n}}\n"
+            ).replace("SIZE", "4,4" if "4x4" in window else "3,3")
+    rng = np.random.default_rng(6)
+    args = [rng.standard_normal(p.shape.dimensions).astype(np.float32) for p in parse_hlo(text).entry.parameter_instructions]
+    (want,) = HloEvaluator().evaluate_module(parse_hlo(text.replace("num_partitions=4", "num_partitions=1")), args)
+    module = parse_hlo(text)
+    SpmdPartitioner().run(module)
+    ops = [i.opcode for i in module.instructions()]
+    if permutes is None:
+        assert "all-gather" in ops  # computed whole
+    else:
+        assert "all-gather" not in ops and ops.count("collective-permute") == permutes, module.to_text()
+    executable = compile_module(module, "cpu")
+    on_cpu = run_global(module, args, run=lambda pieces: run_devices(
+        4, lambda device: executable.execute(pieces[device.index])))
+    for got in (run_global(module, args), on_cpu):
+        np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("sharding", ["{devices=[4,1]<=[4]}", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}",
+                                      "{devices=[4,1]<=[2,2]T(1,0)}"])
+def test_updates_into_a_table_split_by_rows_stay_on_the_devices_that_hold_the_rows(sharding: str) -> None:
+    """An embedding's gradient (scatter-add of rows): each device adds the updates for its own
+    rows; out-of-range indices are skipped on every device, as on one."""
+    text = (f"HloModule m, num_partitions=4\n\n{ADD}ENTRY main {{\n"
+            f"  t = f32[14,3] parameter(0), sharding={sharding}\n"
+            "  i = s32[6,1] parameter(1), sharding={replicated}\n"
+            "  u = f32[6,3] parameter(2), sharding={replicated}\n"
+            "  ROOT s = f32[14,3] scatter(t, i, u), update_window_dims={1}, inserted_window_dims={0}, "
+            "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add, sharding=" + sharding + "\n}\n")
+    rng = np.random.default_rng(7)
+    table = rng.standard_normal((14, 3)).astype(np.float32)
+    ids = np.array([[3], [13], [3], [-1], [14], [7]], np.int32)
+    updates = rng.standard_normal((6, 3)).astype(np.float32)
+    one = parse_hlo(text.replace("num_partitions=4", "num_partitions=1"))
+    (want,) = HloEvaluator().evaluate_module(one, [table, ids, updates])
+    pass_ = SpmdPartitioner()
+    module = parse_hlo(text)
+    pass_.run(module)
+    ops = {i.opcode for i in module.instructions()}
+    assert not ops & {"all-gather", "all-reduce", "all-to-all", "collective-permute"}, module.to_text()
+    assert any("table split by rows" in n for n in pass_.notes)
+    (got,) = run_global(module, [table, ids, updates])
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

@@ -65,6 +65,22 @@ def main() -> int:
             mesh=mesh, in_specs=P("x", "y"), out_specs=(P(None, "y"), P("x"), P("x", "y"), P("x", "y"), P("x", "y")),
             check_vma=False),
             [rng.standard_normal((8, 8)).astype(np.float32)], [P("x", "y")], mesh),
+        # an SGD step on an embedding table split by rows: the gradient is a scatter-add into it
+        "embedding_grad": (lambda t, i, g: t - 0.1 * jax.grad(lambda t: (t[i] * g).sum())(t),
+                           [rng.standard_normal((16, 4)).astype(np.float32), rng.integers(0, 16, 6).astype(np.int32),
+                            rng.standard_normal((6, 4)).astype(np.float32)], [P(("x", "y")), P(), P()], mesh),
+        # max-pooling 2x2 (stride 2) of images split by rows
+        "maxpool_rows": (lambda x: jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"),
+                         [rng.standard_normal((2, 8, 8, 3)).astype(np.float32)], [P(None, ("x", "y"))], mesh),
+        # a SAME 3x3 convolution of images split by batch (data parallelism) and by rows (halos)
+        "conv_batch": (lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                                                 dimension_numbers=("NHWC", "HWIO", "NHWC")),
+                       [rng.standard_normal((4, 8, 8, 3)).astype(np.float32),
+                        rng.standard_normal((3, 3, 3, 5)).astype(np.float32)], [P(("x", "y")), P()], mesh),
+        "conv_rows": (lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                                                dimension_numbers=("NHWC", "HWIO", "NHWC")),
+                      [rng.standard_normal((2, 16, 8, 3)).astype(np.float32),
+                       rng.standard_normal((3, 3, 3, 5)).astype(np.float32)], [P(None, ("x", "y")), P()], mesh),
     }
     for name, (fn, args, specs, on) in programs.items():
         placed = [jax.device_put(a, NamedSharding(on, s)) for a, s in zip(args, specs, strict=True)]

@@ -20,7 +20,9 @@ one walks the computation forward, in dataflow order, one rule per kind of instr
   only rearrange dimensions that are not split (each device slices or pads its own piece);
 * ``reduce-window`` (pooling, moving sums) keeps its operand's split when each device's windows
   start in its own piece (:func:`halo_plan`): the few elements they reach beyond it -- the *halo*
-  -- come from the neighbours;
+  -- come from the neighbours; so does a ``convolution`` of a split input with a whole kernel
+  (split images: data parallelism; split rows or columns: halos); a ``scatter`` into a table split
+  by rows keeps the table's split (each device applies the updates to its own rows);
 * ``tuple``/``get-tuple-element`` pass shardings through; everything else is replicated;
 * a ``shard_map`` as Shardy writes it -- ``xla.sdy.GlobalToLocalShape``, a ``call`` of the body,
   ``xla.sdy.LocalToGlobalShape`` -- is *manual* inside (each device's own value, the body
@@ -145,7 +147,60 @@ def natural_sharding(instr: HloInstruction, of: Callable[[HloInstruction], HloSh
         return reduce_plan(instr, of(instr.operand(0)))[1]
     if op == "reduce-window" and instr.operand_count == 2 and halo_plan(instr, of(instr.operand(0))) is not None:
         return of(instr.operand(0))
+    if op == "convolution":
+        return convolution_plan(instr, of(instr.operand(0)), of(instr.operand(1)))[1]
+    if op == "scatter" and scatter_split(instr, [of(o) for o in instr.operands]) is not None:
+        return of(instr.operand(0))
     return REPLICATED
+
+
+def scatter_split(scatter: HloInstruction, shardings: list[HloSharding]) -> int | None:
+    """The split dimension of a one-operand ``scatter`` into a table split by rows (an embedding's
+    gradient) that each device can apply alone: the split dimension is the one its indices
+    address (and a window dimension of size 1), indices and updates are whole. None otherwise."""
+    if scatter.operand_count != 3 or not scatter.shape.is_array:
+        return None
+    table, indices, updates = shardings
+    if not tiled(table) or table.kind != "tiled" or tiled(indices) or tiled(updates):
+        return None
+    split = [d for d, t in enumerate(table.data_tile_dims) if t > 1]
+    if (len(split) != 1 or tuple(scatter.attr("scatter_dims_to_operand_dims")) != (split[0],)
+            or split[0] not in scatter.attr("inserted_window_dims") or scatter.attr("input_batching_dims")):
+        return None
+    return split[0]
+
+
+def convolution_plan(conv: HloInstruction, lhs: HloSharding,
+                     rhs: HloSharding) -> tuple[list[tuple[int, int, int]] | None, HloSharding]:
+    """A convolution whose input is split along its batch and/or spatial dimensions and whose kernel
+    is whole: each device convolves its images (data parallelism), its spatial piece extended by
+    halos from its neighbours (``(input dimension, left, right)`` for each split spatial dimension,
+    as :func:`halo_plan`). The result is split the same way. ``(None, REPLICATED)`` otherwise."""
+    d = conv.attr("dim_labels")
+    if (not tiled(lhs) or tiled(rhs) or int(conv.attr("feature_group_count")) != 1
+            or int(conv.attr("batch_group_count")) != 1 or lhs.data_tile_dims[d.input_feature_dimension] != 1):
+        return None, REPLICATED
+    dims, out_dims = conv.operand(0).shape.dimensions, conv.shape.dimensions
+    if dims[d.input_batch_dimension] % lhs.data_tile_dims[d.input_batch_dimension]:
+        return None, REPLICATED
+    plan = []
+    for k, w in enumerate(conv.attr("window").dimensions):
+        dim = d.input_spatial_dimensions[k]
+        tiles = lhs.data_tile_dims[dim]
+        if tiles == 1:
+            continue
+        piece = dims[dim] // tiles
+        left, right = w.padding_low, w.size - w.stride - w.padding_low
+        if (dims[dim] % tiles or piece % w.stride or out_dims[d.output_spatial_dimensions[k]] * w.stride != dims[dim]
+                or w.base_dilation != 1 or w.window_dilation != 1 or w.window_reversal
+                or not 0 <= left <= piece or not 0 <= right <= piece):
+            return None, REPLICATED
+        plan.append((dim, left, right))
+    source = {d.output_batch_dimension: d.input_batch_dimension, d.output_feature_dimension: d.input_feature_dimension}
+    source.update(zip(d.output_spatial_dimensions, d.input_spatial_dimensions, strict=True))
+    rank = conv.shape.rank
+    order = [source[o] for o in range(rank)]
+    return plan, with_assignment(data_assignment(lhs).transpose(order + [rank]), rank)
 
 
 def halo_plan(instr: HloInstruction, operand: HloSharding) -> list[tuple[int, int, int]] | None:

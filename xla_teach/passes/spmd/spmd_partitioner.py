@@ -61,8 +61,15 @@ A ``reduce-window`` (pooling, a moving sum) over a split dimension runs on each 
 extended by a *halo*: the few elements its windows reach in the neighbours' pieces, each side
 sent by one ``collective-permute`` (the padding value at the ends of the array).
 
-XLA's ``SpmdPartitioner`` knows many more local rules (halos for convolutions, scatters into
-split tables, ...); here those cases take the general route, which is always correct and moves
+A ``convolution`` of split images with a whole kernel runs on each device's images (data
+parallelism); split rows or columns of the images get the same halos (zeros at the edges).
+
+A ``scatter`` into a table split by rows (an embedding's gradient) runs on each device's rows
+with shifted indices: updates for other devices' rows fall outside its piece, which ``scatter``
+skips. Nothing moves.
+
+XLA's ``SpmdPartitioner`` knows many more local rules (a split convolution kernel, loops over
+split state, ...); here those cases take the general route, which is always correct and moves
 the most data.
 """
 
@@ -88,12 +95,14 @@ from xla_teach.passes.spmd.sharding_propagation import (
     MANUAL,
     REPLICATED,
     contraction_order,
+    convolution_plan,
     data_assignment,
     dot_plan,
     halo_plan,
     natural_sharding,
     propagate,
     reduce_plan,
+    scatter_split,
     sdy_shardings,
     tiled,
 )
@@ -234,6 +243,10 @@ class _PerDeviceBuilder:
             return self.lower_gather(instr) or self.whole(instr)
         if op == "reduce-window" and instr.operand_count == 2 and instr.shape.is_array:
             return self.lower_reduce_window(instr)
+        if op == "convolution":
+            return self.lower_convolution(instr)
+        if op == "scatter":
+            return self.lower_scatter(instr)
         if op == "reduce" and instr.operand_count == 2 and instr.shape.is_array:
             return self.lower_reduce(instr)
         return self.whole(instr)
@@ -355,17 +368,45 @@ class _PerDeviceBuilder:
         for d, left, right in plan:
             value = self.with_halo(value, has, d, left, right, pad)
             windows[d] = dataclasses.replace(windows[d], padding_low=0, padding_high=0)
-            self.note(f"{window_op.name}: windows across the split dimension {d}: a halo of {left} element(s) "
-                      f"from the left neighbour and {right} from the right, by collective-permute")
+            self.note(f"{window_op.name}: windows across the split dimension {d}: " + (
+                f"a halo of {left} element(s) from the left neighbour and {right} from the right, by "
+                "collective-permute" if left or right else "each window inside one device's piece, no halo"))
         dims = has.tile_shape(window_op.shape.dimensions)
         local = self.clone(window_op, [value, pad], dims)
         local.attrs["window"] = dataclasses.replace(window_op.attr("window"), dimensions=tuple(windows))
         return local, has
 
+    def lower_convolution(self, conv: HloInstruction) -> tuple[HloInstruction, HloSharding]:
+        """Split images convolve on their own devices; split rows or columns get halos first (zeros
+        at the image's edges, where the convolution pads), as for windows."""
+        lhs, rhs = conv.operands
+        has = self.have[lhs.unique_id]
+        plan, result = convolution_plan(conv, has, self.have[rhs.unique_id])
+        if plan is None:
+            return self.whole(conv)
+        value = self.local[lhs.unique_id]
+        zero = add_constant(self.comp, 0, conv.operand(0).shape.element_type)
+        window = list(conv.attr("window").dimensions)
+        spatial = list(conv.attr("dim_labels").input_spatial_dimensions)
+        for dim, left, right in plan:
+            value = self.with_halo(value, has, dim, left, right, zero)
+            k = spatial.index(dim)
+            window[k] = dataclasses.replace(window[k], padding_low=0, padding_high=0)
+            self.note(f"{conv.name}: the input's dimension {dim} is split: " + (
+                f"a halo of {left} row(s) from the left neighbour and {right} from the right, by collective-permute"
+                if left or right else "each window inside one device's piece, no halo"))
+        if not plan:
+            self.note(f"{conv.name}: the images are split, the kernel whole: a local convolution (data parallelism)")
+        local = self.clone(conv, [value, self.local[rhs.unique_id]], result.tile_shape(conv.shape.dimensions))
+        local.attrs["window"] = dataclasses.replace(conv.attr("window"), dimensions=tuple(window))
+        return local, result
+
     def with_halo(self, piece: HloInstruction, has: HloSharding, d: int, left: int, right: int,
                   pad: HloInstruction) -> HloInstruction:
         """``piece`` with ``left`` elements of the left neighbour's piece before it and ``right`` of
         the right neighbour's after it, along ``d``; at the ends of the array, ``pad``."""
+        if not left and not right:
+            return piece
         comp = self.comp
         assignment = data_assignment(has)
         tiles = has.data_tile_dims[d]
@@ -400,9 +441,33 @@ class _PerDeviceBuilder:
         parts.append(piece)
         if right:
             parts.append(halo(0, right, -1, tiles - 1))  # sent to the left neighbour
-        if len(parts) == 1:
-            return piece
         return add_instruction(comp, "concatenate", parts, {"dimensions": (d,)})
+
+    def lower_scatter(self, scatter: HloInstruction) -> tuple[HloInstruction, HloSharding]:
+        """Updates into a table split by rows: every device shifts the row indices by its first
+        row and scatters into its own rows. An update for another device's row lands outside this
+        device's piece, and ``scatter`` skips updates outside its operand -- no mask, no collective."""
+        table, indices, updates = scatter.operands
+        has = self.have[table.unique_id]
+        s = scatter_split(scatter, [self.have[o.unique_id] for o in scatter.operands])
+        if s is None:
+            return self.whole(scatter)
+        comp, s32 = self.comp, PrimitiveType.S32
+        tile = has.tile_shape(table.shape.dimensions)[s]
+        idx = self.local[indices.unique_id]
+        if idx.shape.element_type is not s32:
+            idx = add_instruction(comp, "convert", [idx], result_element_type=s32)
+        offsets = np.array([(has.tile_index(d) or (0,) * table.shape.rank)[s] * tile for d in range(self.n)], np.int32)
+        first = add_instruction(comp, "dynamic-slice", [add_constant(comp, offsets, s32), self.partition_id()],
+                                {"dynamic_slice_sizes": (1,)})
+        first = add_instruction(comp, "broadcast", [add_instruction(comp, "reshape", [first], result_dims=())],
+                                {"dimensions": ()}, result_dims=idx.shape.dimensions)
+        local_idx = add_instruction(comp, "subtract", [idx, first])
+        self.note(f"{scatter.name}: updates into a table split by rows: each device scatters into its own rows "
+                  "(the others' updates fall outside its piece and are skipped)")
+        local = self.clone(scatter, [self.local[table.unique_id], local_idx, self.local[updates.unique_id]],
+                           has.tile_shape(scatter.shape.dimensions))
+        return local, has
 
     def whole(self, instr: HloInstruction) -> tuple[HloInstruction, HloSharding]:
         """Computed whole on every device, from replicated operands."""
