@@ -23,7 +23,8 @@ one walks the computation forward, in dataflow order, one rule per kind of instr
   -- come from the neighbours; so does a ``convolution`` of a split input with a whole kernel
   (split images: data parallelism; split rows or columns: halos); a ``scatter`` into a table split
   by rows keeps the table's split (each device applies the updates to its own rows);
-* ``tuple``/``get-tuple-element`` pass shardings through; everything else is replicated;
+* ``tuple``/``get-tuple-element`` pass shardings through, and so does a ``while``: its state stays
+  split as it came in; everything else is replicated;
 * a ``shard_map`` as Shardy writes it -- ``xla.sdy.GlobalToLocalShape``, a ``call`` of the body,
   ``xla.sdy.LocalToGlobalShape`` -- is *manual* inside (each device's own value, the body
   written per device) and takes the ``xla.sdy.out_shardings`` at its end.
@@ -118,6 +119,8 @@ def natural_sharding(instr: HloInstruction, of: Callable[[HloInstruction], HloSh
         if parent.kind == "manual":
             return MANUAL
         return parent.elements[instr.tuple_index] if parent.is_tuple else REPLICATED
+    if op == "while":  # the loop keeps its state split as it came in (the partitioner sees to it)
+        return of(instr.operand(0))
     if instr.shape.is_tuple or not instr.shape.is_array:
         return REPLICATED
     if is_elementwise(op) or (op in ("reshape", "bitcast", "copy") and

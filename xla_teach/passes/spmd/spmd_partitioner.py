@@ -68,9 +68,13 @@ A ``scatter`` into a table split by rows (an embedding's gradient) runs on each 
 with shifted indices: updates for other devices' rows fall outside its piece, which ``scatter``
 skips. Nothing moves.
 
-XLA's ``SpmdPartitioner`` knows many more local rules (a split convolution kernel, loops over
-split state, ...); here those cases take the general route, which is always correct and moves
-the most data.
+A ``while`` loop keeps its state split as it comes in: the body and the condition are partitioned
+as computations of their own (for a parameter split like the state), and the body's result is
+resharded to the state's split when it comes out otherwise.
+
+XLA's ``SpmdPartitioner`` knows many more local rules (a split convolution kernel, conditionals
+over split values, ...); here those cases take the general route, which is always correct and
+moves the most data.
 """
 
 from __future__ import annotations
@@ -142,21 +146,59 @@ class SpmdPartitioner(HloPass):
         module.add_computation(new, is_entry=True)
         module.header_attributes["num_partitions"] = str(n)
         module.entry_computation_layout = None
+        reachable: set[int] = set()
+        stack = [new]
+        while stack:  # the old loop bodies and conditions are no longer called
+            comp = stack.pop()
+            if id(comp) not in reachable:
+                reachable.add(id(comp))
+                stack.extend(c for i in comp.instructions for c in i.called_computations())
+        for comp in [c for c in module.computations if id(c) not in reachable]:
+            module.remove_computation(comp)
         return True
 
 
+def _leaves(sharding: HloSharding) -> list[HloSharding]:
+    if sharding.is_tuple:
+        return [leaf for e in sharding.elements for leaf in _leaves(e)]
+    return [sharding]
+
+
+def same_sharding_tree(a: HloSharding, b: HloSharding) -> bool:
+    """:func:`same_sharding` element by element through tuple shardings."""
+    if a.is_tuple and b.is_tuple:
+        return len(a.elements) == len(b.elements) and all(
+            same_sharding_tree(x, y) for x, y in zip(a.elements, b.elements, strict=True))
+    if a.is_tuple or b.is_tuple:
+        tuple_one = a if a.is_tuple else b
+        return all(same_sharding_tree(e, REPLICATED) for e in tuple_one.elements) and not tiled(b if a.is_tuple else a)
+    return same_sharding(a, b)
+
+
+def local_shape(shape: Shape, sharding: HloSharding) -> Shape:
+    """Each device's piece of a value of ``shape`` split as ``sharding`` (tuples element by element)."""
+    if shape.is_tuple:
+        elements = sharding.elements if sharding.is_tuple else (REPLICATED,) * len(shape.tuple_shapes)
+        return Shape.make_tuple([local_shape(s, e) for s, e in zip(shape.tuple_shapes, elements, strict=True)])
+    if not shape.is_array or not tiled(sharding):
+        return shape
+    return Shape.array(shape.element_type, tuple(sharding.tile_shape(shape.dimensions)))
+
+
 class _PerDeviceBuilder:
-    def __init__(self, module: HloModule, entry: HloComputation, devices: int, note: Callable[[str], None]) -> None:
+    def __init__(self, module: HloModule, entry: HloComputation, devices: int, note: Callable[[str], None],
+                 adders: dict[PrimitiveType, HloComputation] | None = None) -> None:
+        """``entry``: the computation to partition (the ENTRY, or a loop's body or condition)."""
         self.module, self.entry, self.n, self.note = module, entry, devices, note
         self.comp = HloComputation(f"{entry.name}.spmd")  # joins the module when built
         self.shardings = propagate(entry)
         self.local: dict[int, HloInstruction] = {}
         self.have: dict[int, HloSharding] = {}  # the sharding each local value actually has
         self._partition_id: HloInstruction | None = None
-        self._adders: dict[PrimitiveType, HloComputation] = {}
+        self._adders = adders if adders is not None else {}
 
     # ---- the walk ------------------------------------------------------------------------
-    def build(self) -> HloComputation:
+    def build(self, is_entry: bool = True) -> HloComputation:
         params = self.entry.parameter_instructions  # first, in their order (an unused one stays)
         for instr in params + [i for i in self.entry.post_order() if i.opcode != "parameter"]:
             value, has = self.lower(instr)
@@ -167,6 +209,9 @@ class _PerDeviceBuilder:
             value.metadata = instr.metadata
             self.local[instr.unique_id], self.have[instr.unique_id] = value, has
         root = self.local[self.entry.root.unique_id]
+        if not is_entry:
+            self.comp.root_instruction = root
+            return self.comp
         root.sharding = self.have[self.entry.root.unique_id]
         self.comp.root_instruction = root
         leaves = self.entry.root.shape.leaf_shapes()
@@ -182,11 +227,12 @@ class _PerDeviceBuilder:
         op, comp = instr.opcode, self.comp
         if op == "parameter":
             sharding = instr.sharding or REPLICATED
-            dims = sharding.tile_shape(instr.shape.dimensions) if tiled(sharding) else instr.shape.dimensions
-            param = comp.add_instruction(HloInstruction("parameter", Shape.array(instr.shape.element_type, tuple(dims)),
+            param = comp.add_instruction(HloInstruction("parameter", local_shape(instr.shape, sharding),
                                                         attrs={"parameter_number": instr.parameter_number}), instr.name)
             param.sharding = sharding
             return param, sharding
+        if op == "while":
+            return self.lower_while(instr)
         target = instr.attrs.get("custom_call_target") if op == "custom-call" else None
         if target in ANNOTATIONS:
             operand = instr.operand(0)
@@ -353,6 +399,51 @@ class _PerDeviceBuilder:
                   f"zeroes the rest, all-reduce over {replica_groups_text(groups)}")
         return self.all_reduce(masked, groups, self.adder(etype)), REPLICATED
 
+    def lower_while(self, loop: HloInstruction) -> tuple[HloInstruction, HloSharding]:
+        """A loop whose state is split: its body and condition become per-device computations of
+        their own, the state stays split across iterations (the body's result is resharded to the
+        state's split if it came out otherwise) and nothing is gathered."""
+        init = loop.operand(0)
+        state = self.have[init.unique_id]
+        if not any(tiled(leaf) for leaf in _leaves(state)):
+            return self.whole(loop)
+        body = self.per_device(loop.attrs["body"], state, keep=True)
+        condition = self.per_device(loop.attrs["condition"], state, keep=False)
+        value = self.local[init.unique_id]
+        self.note(f"{loop.name}: the loop's state stays split; body and condition run on each device's pieces")
+        local = add_instruction(self.comp, "while", [value], {"body": body, "condition": condition},
+                                shape=value.shape, name=loop.name)
+        return local, state
+
+    def per_device(self, comp: HloComputation, state: HloSharding, keep: bool) -> HloComputation:
+        """``comp`` (a loop's body or condition) partitioned for a parameter split as ``state``;
+        ``keep``: its result is the next state, resharded to ``state`` where it differs."""
+        param = comp.parameter(0)
+        saved, param.sharding = param.sharding, state
+        try:
+            builder = _PerDeviceBuilder(self.module, comp, self.n, self.note, self._adders)
+            new = builder.build(is_entry=False)
+        finally:
+            param.sharding = saved
+        if keep:
+            has = builder.have[comp.root.unique_id]
+            if not same_sharding_tree(has, state):
+                self.note(f"{comp.name}: the next state is resharded from {has} to the loop's {state}")
+                new.root_instruction = builder.reshard_tree(new.root_instruction, has, state, comp.root.shape)
+        return self.module.add_computation(new)
+
+    def reshard_tree(self, value: HloInstruction, has: HloSharding, want: HloSharding, shape: Shape) -> HloInstruction:
+        """:meth:`reshard` through tuples, element by element."""
+        if not shape.is_tuple:
+            return self.reshard(value, has, want, shape.dimensions)
+        parts = []
+        for k, element_shape in enumerate(shape.tuple_shapes):
+            element = add_instruction(self.comp, "get-tuple-element", [value], {"index": k},
+                                      shape=value.shape.tuple_shapes[k])
+            parts.append(self.reshard_tree(element, has.elements[k] if has.is_tuple else REPLICATED,
+                                           want.elements[k] if want.is_tuple else REPLICATED, element_shape))
+        return add_instruction(self.comp, "tuple", parts, shape=Shape.make_tuple([p.shape for p in parts]))
+
     def lower_reduce_window(self, window_op: HloInstruction) -> tuple[HloInstruction, HloSharding]:
         """Windows over a split dimension: each device extends its piece with a *halo* -- the last
         ``left`` elements of its left neighbour's piece and the first ``right`` of its right
@@ -485,16 +576,7 @@ class _PerDeviceBuilder:
 
     def gather_tuple(self, value: HloInstruction, has: HloSharding, shape: Shape) -> HloInstruction:
         """A tuple value with every element whole on every device (elements resharded one by one)."""
-        parts = []
-        for k, element_shape in enumerate(shape.tuple_shapes):
-            element = add_instruction(self.comp, "get-tuple-element", [value], {"index": k},
-                                      shape=value.shape.tuple_shapes[k])
-            element_has = has.elements[k] if has.is_tuple else REPLICATED
-            if element_shape.is_tuple:
-                parts.append(self.gather_tuple(element, element_has, element_shape))
-            else:
-                parts.append(self.reshard(element, element_has, REPLICATED, element_shape.dimensions))
-        return add_instruction(self.comp, "tuple", parts, shape=Shape.make_tuple([p.shape for p in parts]))
+        return self.reshard_tree(value, has, REPLICATED, shape)
 
     # ---- resharding ------------------------------------------------------------------------
     def is_replicated(self, instr: HloInstruction) -> bool:
