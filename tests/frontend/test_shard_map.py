@@ -58,3 +58,42 @@ def test_each_collective_gives_jaxs_result(mesh: Mesh, case: str, backend: str) 
 def test_collectives_need_a_shard_map() -> None:
     with pytest.raises(ValueError, match="only work inside shard_map"):
         xla_teach.jit(lambda x: psum(x, "x"))(X)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_collective_inside_jit(mesh: Mesh, case: str) -> None:
+    """shard_map inside jit, next to ordinary code: JAX's manual computation (Shardy's custom calls
+    around a call of the body), split by the SPMD partitioner, gives the same global results."""
+    f, in_spec, out_spec, want = CASES[case]
+
+    def program(x):  # type: ignore[no-untyped-def]
+        y = xla_teach.shard_map(f, mesh, in_specs=in_spec, out_specs=out_spec)(x * 2.0)
+        return y + 1.0
+
+    with flags.override(xla_force_host_platform_device_count=4):
+        jitted = xla_teach.jit(program)
+        text = jitted.lower(X).as_text("hlo")
+        got = jitted(X)
+    assert 'custom_call_target="xla.sdy.GlobalToLocalShape"' in text and "xla.sdy.meshes" in text
+    expect = want(2.0 * X) + 1.0 if case != "axis_index" else want(X) + 1.0
+    np.testing.assert_allclose(got, expect, rtol=1e-6)
+
+
+def test_a_mesh_with_its_devices_in_another_order_inside_jit() -> None:
+    with flags.override(xla_force_host_platform_device_count=4):
+        devices = xla_teach.devices()
+        mesh = Mesh(np.array(devices)[::-1].reshape(2, 2), ("x", "y"))
+        f = xla_teach.jit(lambda x: xla_teach.shard_map(lambda b: b * 0 + axis_index("x"), mesh,
+                                                        in_specs=P("x", "y"), out_specs=P("x", "y"))(x))
+        text = f.lower(X).as_text("hlo")
+        got = f(X)
+    assert "device_ids=[3, 2, 1, 0]" in text
+    np.testing.assert_array_equal(got, np.repeat([[0.0], [1.0]], 4, axis=0) * np.ones((8, 4)))
+
+
+def test_the_body_must_not_capture_traced_values(mesh: Mesh) -> None:
+    def program(x):  # type: ignore[no-untyped-def]
+        return xla_teach.shard_map(lambda b: b + x.sum(), mesh, in_specs=P("x", "y"), out_specs=P("x", "y"))(x)
+
+    with flags.override(xla_force_host_platform_device_count=4), pytest.raises(ValueError, match="pass them as"):
+        xla_teach.jit(program)(X)

@@ -22,10 +22,16 @@ only along the named axes (``psum(x, "x")`` on a 2x2 mesh ``("x", "y")``: ``{{0,
 ``axis_index(axis)``                       ``partition-id`` -> this device's index along the axis
 =========================================  =====================================================
 
-The traced module has ``num_partitions`` = the mesh's size, parameters and ROOT carry the
-shardings ``in_specs``/``out_specs`` give, and it runs like any per-device module (CPU threads,
-simulated devices, MPI processes) on global arrays in and out. (JAX's ``shard_map`` also nests
-inside ``jit`` and differentiates; this one is called on arrays.)
+Called on arrays, the traced module has ``num_partitions`` = the mesh's size, parameters and
+ROOT carry the shardings ``in_specs``/``out_specs`` give, and it runs like any per-device module
+(CPU threads, simulated devices, MPI processes) on global arrays in and out.
+
+Called inside ``jit`` (on traced values), it writes what JAX writes: Shardy's *manual
+computation* -- ``xla.sdy.GlobalToLocalShape`` (each device's piece, as ``in_specs`` say), a
+``call`` of the traced body, ``xla.sdy.LocalToGlobalShape`` (the pieces of ``out_specs``), the
+mesh in the module's ``xla.sdy.meshes`` frontend attribute -- and the SPMD partitioner turns it
+into each device's program, next to whatever the rest of the function needs. (JAX's
+``shard_map`` also differentiates; this one does not.)
 """
 
 from __future__ import annotations
@@ -202,6 +208,9 @@ def shard_map(f: Callable[..., Any], mesh: Mesh, in_specs: Any, out_specs: Any, 
         return specs
 
     def call(*args: Any) -> Any:
+        if current_context() is not None:  # inside jit: a manual computation the partitioner splits
+            return _manual_computation(f, mesh, specs_for(in_specs, len(args), "in_specs"), out_specs, specs_for,
+                                       args)
         arrays = [np.asarray(a) for a in args]
         ins = specs_for(in_specs, len(arrays), "in_specs")
         shardings = [NamedSharding(mesh, s).hlo_sharding(a.ndim) for s, a in zip(ins, arrays, strict=True)]
@@ -232,3 +241,80 @@ def shard_map(f: Callable[..., Any], mesh: Mesh, in_specs: Any, out_specs: Any, 
         return tuple(results) if is_tuple else results[0]
 
     return call
+
+
+def _sdy_mesh_text(mesh: Mesh) -> str:
+    """The mesh as Shardy writes it: ``mesh = #sdy.mesh<["x"=2, "y"=2]>`` (+ ``device_ids`` when
+    the devices are not in order)."""
+    axes = ", ".join(f'"{name}"={size}' for name, size in zip(mesh.axis_names, mesh.device_ids.shape, strict=True))
+    ids = [int(d) for d in mesh.device_ids.reshape(-1)]
+    order = "" if ids == list(range(len(ids))) else ", device_ids=[" + ", ".join(map(str, ids)) + "]"
+    return f"mesh = #sdy.mesh<[{axes}]{order}>"
+
+
+def _sdy_shardings_text(specs: Sequence[PartitionSpec], ranks: Sequence[int]) -> str:
+    """``#sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>, ...]>`` for one PartitionSpec per value."""
+    values = []
+    for spec, rank in zip(specs, ranks, strict=True):
+        entries = list(spec) + [None] * (rank - len(spec))
+        dims = []
+        for entry in entries:
+            names = [] if entry is None else [entry] if isinstance(entry, str) else list(entry)
+            dims.append("{" + ", ".join(f'"{n}"' for n in names) + "}")
+        values.append("<@mesh, [" + ", ".join(dims) + "]>")
+    return "#sdy.sharding_per_value<[" + ", ".join(values) + "]>"
+
+
+def _manual_computation(f: Callable[..., Any], mesh: Mesh, ins: list[PartitionSpec], out_specs: Any,
+                        specs_for: Callable[[Any, int, str], list[PartitionSpec]], args: Sequence[Any]) -> Any:
+    """shard_map on traced values: Shardy's manual computation (module docstring)."""
+    from xla_teach.frontend.control_flow import trace_closed
+    from xla_teach.frontend.pytree import tree_unflatten
+    from xla_teach.frontend.tracer import ShapedArray
+    from xla_teach.hlo.shape import Shape
+
+    ctx = current_context()
+    assert ctx is not None
+    b = ctx.builder
+    module = b.module
+    mesh_text = _sdy_mesh_text(mesh)
+    attributes = module.header_attributes.get("frontend_attributes", "")
+    if "xla.sdy.meshes" in attributes and mesh_text not in attributes:
+        raise ValueError("shard_map inside jit: every shard_map of one function must use the same mesh")
+    module.header_attributes["frontend_attributes"] = "{xla.sdy.meshes={" + mesh_text + "}}"
+    module.header_attributes["num_partitions"] = str(mesh.size)
+    locals_, avals = [], []
+    for arg, spec in zip(args, ins, strict=True):
+        t = ctx.lift(arg)
+        sharding = NamedSharding(mesh, spec).hlo_sharding(len(t.shape))
+        dims = tuple(t.shape)
+        if sharding.kind == "tiled" and any(d % n for d, n in zip(dims, sharding.data_tile_dims, strict=True)):
+            raise ValueError(f"shard_map: {t.dtype}{list(dims)} does not split evenly as {sharding}")
+        local = tuple(sharding.tile_shape(dims)) if sharding.kind == "tiled" else dims
+        op = b.custom_call("xla.sdy.GlobalToLocalShape", [t.op], Shape.array(t.op.shape.element_type, local), True)
+        op.instruction.frontend_attributes["xla.sdy.in_shardings"] = _sdy_shardings_text([spec], [len(dims)])
+        locals_.append(op)
+        avals.append(ShapedArray(local, t.dtype, t.weak_type))
+    previous = getattr(_active, "mesh", None)
+    _active.mesh = mesh
+    try:
+        closed = trace_closed(f, avals, "shmap_body")
+    finally:
+        _active.mesh = previous
+    if closed.captured:
+        raise ValueError("shard_map inside jit: the body uses values from outside it; pass them as arguments")
+    body = b.call(closed.computation, locals_)
+    pieces = [b.get_tuple_element(body, i) for i in range(len(closed.out_avals))]
+    outs = specs_for(out_specs, len(pieces), "out_specs")
+    shapes = []
+    for piece, spec in zip(pieces, outs, strict=True):
+        sharding = NamedSharding(mesh, spec).hlo_sharding(piece.shape.rank)
+        tiles = sharding.data_tile_dims if sharding.kind == "tiled" else (1,) * piece.shape.rank
+        shapes.append(Shape.array(piece.shape.element_type, tuple(d * n for d, n in zip(
+            piece.shape.dimensions, tiles, strict=True))))
+    whole = b.custom_call("xla.sdy.LocalToGlobalShape", pieces, Shape.make_tuple(shapes), True)
+    whole.instruction.frontend_attributes["xla.sdy.out_shardings"] = _sdy_shardings_text(
+        outs, [s.rank for s in shapes])
+    results = [Tracer(ctx, b.get_tuple_element(whole, i), a.weak_type)
+               for i, a in enumerate(closed.out_avals)]
+    return tree_unflatten(closed.out_tree, results)

@@ -229,14 +229,16 @@ def sharding_from_mesh_axes(device_grid: np.ndarray, axis_names: tuple[str, ...]
 
 def parse_sdy_mesh(text: str) -> tuple[np.ndarray, tuple[str, ...]] | None:
     """Shardy's ``#sdy.mesh<["x"=2, "y"=2]>`` (as JAX writes it into the module's frontend
-    attributes) as (device grid, axis names); devices in order. None if there is none."""
-    match = re.search(r'#sdy\.mesh<\[(.*?)\]', text)
+    attributes) as (device grid, axis names); devices in order unless a ``device_ids=[...]``
+    follows the axes. None if there is none."""
+    match = re.search(r'#sdy\.mesh<\[(.*?)\](?:\s*,\s*device_ids=\[([\d,\s]*)\])?', text)
     if match is None:
         return None
     axes = re.findall(r'"([^"]+)"\s*=\s*(\d+)', match.group(1))
     names = tuple(name for name, _ in axes)
     sizes = [int(size) for _, size in axes]
-    return np.arange(math.prod(sizes)).reshape(sizes), names
+    ids = [int(i) for i in match.group(2).split(",")] if match.group(2) else list(range(math.prod(sizes)))
+    return np.array(ids).reshape(sizes), names
 
 
 def parse_sdy_shardings(text: str, mesh: tuple[np.ndarray, tuple[str, ...]]) -> list[HloSharding]:

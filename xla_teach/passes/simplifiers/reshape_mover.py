@@ -112,6 +112,8 @@ class ReshapeMover(HloPass):
                 after = add_instruction(comp, "reshape", [moved], result_dims=instr.shape.dimensions)
             else:
                 after = add_instruction(comp, "transpose", [moved], {"dimensions": rearrange.dimensions})
+            # a sharding describes the value in its own dimensions: it stays with the result
+            moved.sharding, after.sharding = None, instr.sharding
             self.note(f"{comp.name}: moved {rearrange.opcode} {rearrange.name} below {instr.name} "
                       f"(now {after.name} of {moved.name})")
             comp.replace_instruction(instr, after)
