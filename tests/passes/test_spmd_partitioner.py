@@ -375,3 +375,23 @@ def test_a_loop_over_split_state_runs_its_body_on_each_devices_rows() -> None:
     for got in (run_global(module, args), on_cpu):
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_a_result_wanted_split_is_computed_split_from_the_start() -> None:
+    """Backward propagation: the caller wants the rows of tanh(x @ w + b) split; x, w and b come in
+    whole. Each device slices its rows of x where it reads them and computes only those rows: no
+    collective, and the product is [2,5] per device rather than [8,5]."""
+    text = ("HloModule m, num_partitions=4\n\nENTRY main {\n  x = f32[8,3] parameter(0)\n  w = f32[3,5] parameter(1)\n"
+            "  b = f32[8,5] parameter(2)\n"
+            "  d = f32[8,5] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+            "  s = f32[8,5] add(d, b)\n  ROOT t = f32[8,5] tanh(s), sharding={devices=[4,1]<=[4]}\n}\n")
+    args = _global_args(text)
+    want = HloEvaluator().evaluate_module(parse_hlo(text.replace("num_partitions=4", "num_partitions=1")), args)
+    module = parse_hlo(text)
+    SpmdPartitioner().run(module)
+    ops = [i.opcode for i in module.instructions()]
+    assert not {"all-gather", "all-reduce"} & set(ops), module.to_text()
+    dot = next(i for i in module.entry.instructions if i.opcode == "dot")
+    assert dot.shape.dimensions == (2, 5)
+    (got,) = run_global(module, args)
+    np.testing.assert_allclose(got, want[0], rtol=1e-5, atol=1e-5)

@@ -29,8 +29,11 @@ one walks the computation forward, in dataflow order, one rule per kind of instr
   ``xla.sdy.LocalToGlobalShape`` -- is *manual* inside (each device's own value, the body
   written per device) and takes the ``xla.sdy.out_shardings`` at its end.
 
-XLA's propagation also runs backwards (from users to operands) and weighs alternatives by cost;
-this one does not: an instruction without a rule is computed whole on every device.
+Then a backward walk (:func:`_backward`), from users to operands, splits what the forward walk
+left whole when every user asks for the same split (an elementwise op, a transpose, the rows of
+a ``dot``): a result the caller wants split is computed split from the start. XLA's propagation
+alternates the two directions until nothing changes and weighs alternatives by cost; this one
+does one walk each way, and an instruction without a rule is computed whole on every device.
 """
 
 from __future__ import annotations
@@ -87,7 +90,54 @@ def propagate(comp: HloComputation) -> dict[int, HloSharding]:
     shardings: dict[int, HloSharding] = {}
     for instr in comp.post_order():
         shardings[instr.unique_id] = _rule(instr, shardings)
+    _backward(comp, shardings)
     return shardings
+
+
+def _backward(comp: HloComputation, shardings: dict[int, HloSharding]) -> None:
+    """Backward propagation, from users to operands: a value the forward walk left whole, whose
+    every user asks for it split the same way -- an elementwise op or a transpose split, a ``dot``
+    whose rows are split and whose right side is whole -- is split that way too. Then each device
+    computes only its piece (a whole parameter or constant is sliced where it is read: nothing
+    moves), instead of everything followed by a slice at the end. Users come before operands in
+    this walk, so a chain of such ops splits all the way up."""
+    for instr in reversed(comp.post_order()):
+        if (not instr.shape.is_array or not instr.users or tiled(shardings[instr.unique_id])
+                or (instr.sharding is not None and instr.opcode != "parameter") or instr.shape.rank == 0):
+            continue
+        if instr.opcode == "parameter" and instr.sharding is not None:
+            continue  # the caller's split (or whole) is fixed
+        asked = [_asked_of(user, instr, shardings) for user in instr.users]
+        first = asked[0]
+        if first is None or not tiled(first) or any(a is None or not _same(a, first) for a in asked[1:]):
+            continue
+        shardings[instr.unique_id] = first
+
+
+def _same(a: HloSharding, b: HloSharding) -> bool:
+    return a.data_tile_dims == b.data_tile_dims and np.array_equal(data_assignment(a), data_assignment(b))
+
+
+def _asked_of(user: HloInstruction, operand: HloInstruction, shardings: dict[int, HloSharding]) -> HloSharding | None:
+    """The split ``user`` (already given its sharding) would like ``operand`` in, or None."""
+    mine = shardings[user.unique_id]
+    if not tiled(mine) or sum(o is operand for o in user.operands) != 1:
+        return None
+    if is_elementwise(user.opcode) and tuple(operand.shape.dimensions) == tuple(user.shape.dimensions):
+        return mine
+    if user.opcode == "transpose":
+        inverse = list(np.argsort(user.dimensions))
+        return with_assignment(data_assignment(mine).transpose(inverse + [len(inverse)]), len(inverse))
+    if user.opcode == "dot" and user.operand(0) is operand:
+        rhs = user.operand(1)
+        how, result = dot_plan(user, REPLICATED, shardings[rhs.unique_id])
+        lc = tuple(user.attrs.get("lhs_contracting_dims", ()))
+        if how == "replicated" and not tiled(shardings[rhs.unique_id]) and len(lc) == 1 and operand.shape.rank == 2 \
+                and user.shape.rank == 2 and mine.data_tile_dims[1] == 1 and not user.attrs.get("lhs_batch_dims"):
+            (lc_dim,) = lc  # rows split: the left side's free dimension split alike, its contraction whole
+            assignment = data_assignment(mine)  # [m tiles, 1, replicas]
+            return with_assignment(assignment if lc_dim == 1 else assignment.transpose(1, 0, 2), 2)
+    return None
 
 
 def _rule(instr: HloInstruction, known: dict[int, HloSharding]) -> HloSharding:

@@ -269,6 +269,9 @@ class _PerDeviceBuilder:
         follows = op in ("transpose", "reshape", "broadcast", "slice", "pad", "concatenate", "reverse")
         if instr.shape.is_array and (is_elementwise(op) or keeps_shape or follows):
             target = natural_sharding(instr, lambda o: self.have[o.unique_id])
+            planned = self.shardings[instr.unique_id]
+            if (is_elementwise(op) or keeps_shape) and tiled(planned) and not tiled(target):
+                target = planned  # split by backward propagation: whole operands are sliced first
             operands = []
             for k, o in enumerate(instr.operands):
                 want = target if o.shape.rank == instr.shape.rank else REPLICATED
