@@ -86,6 +86,11 @@ CASES = {
                       "  s = f32[8,4] slice(p0), slice={[0:8], [1:5]}\n  z = f32[] constant(0)\n"
                       "  p = f32[8,7] pad(s, z), padding=0_0x1_2\n  c = f32[8,9] concatenate(p, p1), dimensions={1}\n"
                       "  ROOT r = f32[8,9] reverse(c), dimensions={1}"),
+    # reshapes that split or merge the split dimension with others: each device reshapes its rows
+    "reshape_split": ([("f32[8,6]", "{devices=[4,1]<=[4]}"), ("f32[8,6]", "{devices=[2,2]<=[4]}")],
+                      "  r = f32[4,2,6] reshape(p0)\n  t = f32[4,2,6] tanh(r)\n  m = f32[48] reshape(t)\n"
+                      "  q = f32[2,4,2,3] reshape(p1)\n  n = f32[8,6] reshape(q)\n"
+                      "  ROOT s = (f32[48], f32[8,6]) tuple(m, n)"),
     # a while loop over split state: body and condition on each device's pieces
     "while_loop": ([("f32[8,4]", "{devices=[4,1]<=[4]}")],
                    "  zero = s32[] constant(0)\n  init = (s32[], f32[8,4]) tuple(zero, p0)\n"
@@ -138,6 +143,7 @@ def test_partitioned_programs_give_the_one_device_result(case: str) -> None:
     ("data_movement", {"all-reduce": 0, "all-gather": 0}),
     ("dot_other", {"all-reduce": 0, "all-gather": 2}),  # both operands gathered
     ("while_loop", {"all-reduce": 0, "all-gather": 0}),  # the state stays split across iterations
+    ("reshape_split", {"all-reduce": 0, "all-gather": 0}),
     ("reshard_all_to_all", {"all-to-all": 1, "all-gather": 0}),
     ("reshard_all_to_all_replicated", {"all-to-all": 1, "all-gather": 0}),
 ])

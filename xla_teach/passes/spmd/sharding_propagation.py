@@ -8,8 +8,10 @@ one walks the computation forward, in dataflow order, one rule per kind of instr
 * an instruction that carries ``sharding=`` keeps it (the ``Sharding`` custom call, parameters);
 * elementwise ops take the sharding of their first tiled operand (the others are resharded to
   it), so ``tanh(x)`` is split the way ``x`` is; so do a ``reshape`` or ``copy`` that keeps the shape;
-* ``transpose`` permutes the tile dimensions with the data dimensions; a ``broadcast``, or a
-  ``reshape`` that only adds or drops dimensions of size 1, keeps each split where it lands;
+* ``transpose`` permutes the tile dimensions with the data dimensions; a ``broadcast`` keeps each
+  split where its dimension lands; a ``reshape`` keeps a split on the major dimension of a group
+  of dimensions it merges or splits, when the group's major output dimension divides evenly
+  (``[8,6] -> [4,2,6]`` or ``[48]`` with the rows split four ways);
 * ``dot`` of ``[m, k] x [k, n]``: rows split and the right side whole -> the result's rows are
   split the same way (data parallelism); the right side's columns split and the left side
   whole -> the result's columns; both split along ``k`` alike -> each device has a partial
@@ -290,33 +292,63 @@ def moved_dimensions(instr: HloInstruction) -> list[int]:
     return list(instr.dimensions)  # concatenate: its dimension; reverse: the reversed ones
 
 
+def reshape_groups(in_dims: tuple[int, ...], out_dims: tuple[int, ...]) -> list[tuple[list[int], list[int]]] | None:
+    """A reshape as groups of consecutive input and output dimensions with equal products (each
+    group reshaped on its own: ``[8,6] -> [4,2,6]`` is ``([0], [0,1]), ([1], [2])``); None when the
+    sizes do not line up (a zero-sized array)."""
+    groups, i, o = [], 0, 0
+    while i < len(in_dims) or o < len(out_dims):
+        gi, go = [i] if i < len(in_dims) else [], [o] if o < len(out_dims) else []
+        pi = in_dims[i] if gi else 1
+        po = out_dims[o] if go else 1
+        i, o = i + len(gi), o + len(go)
+        while pi != po:
+            if pi < po and i < len(in_dims):
+                pi, gi, i = pi * in_dims[i], gi + [i], i + 1
+            elif po < pi and o < len(out_dims):
+                po, go, o = po * out_dims[o], go + [o], o + 1
+            else:
+                return None
+        groups.append((gi, go))
+    return groups
+
+
 def reshaped_sharding(instr: HloInstruction, operand: HloSharding) -> HloSharding:
-    """A ``reshape`` that only adds or drops dimensions of size 1, or a ``broadcast`` (operand
-    dimensions in order), keeps the operand's split: each split dimension stays split where it
-    lands, the new dimensions whole. Other reshapes are replicated."""
+    """A ``broadcast`` (operand dimensions in order) keeps each split where its dimension lands,
+    the new dimensions whole. A ``reshape`` is taken group by group (:func:`reshape_groups`): a
+    group whose major input dimension alone is split ``t`` ways, and whose major output dimension
+    ``t`` divides, keeps the split there -- both cut the group's elements at the same multiples of
+    ``1/t`` -- so each device reshapes its own piece. Other reshapes are replicated."""
     if not tiled(operand):
         return REPLICATED
     in_dims, out_dims = instr.operand(0).shape.dimensions, instr.shape.dimensions
+    tiles = [1] * len(out_dims)
     if instr.opcode == "broadcast":
         where = list(instr.dimensions)
         if where != sorted(where):
             return REPLICATED
-    else:
-        if [d for d in in_dims if d != 1] != [d for d in out_dims if d != 1]:
-            return REPLICATED
-        non_unit_in = [i for i, d in enumerate(in_dims) if d != 1]
-        non_unit_out = [i for i, d in enumerate(out_dims) if d != 1]
-        if any(operand.data_tile_dims[i] != 1 for i, d in enumerate(in_dims) if d == 1):
-            return REPLICATED
-        where = [0] * len(in_dims)
-        for i, o in zip(non_unit_in, non_unit_out, strict=True):
-            where[i] = o
-    tiles = [1] * len(out_dims)
-    for i, o in enumerate(where):
-        if operand.data_tile_dims[i] != 1:
+        for i, o in enumerate(where):
             tiles[o] = operand.data_tile_dims[i]
-    assignment = data_assignment(operand)
-    return with_assignment(assignment.reshape(*tiles, assignment.shape[-1]), len(tiles))
+        order = where
+    else:
+        groups = reshape_groups(tuple(in_dims), tuple(out_dims))
+        if groups is None:
+            return REPLICATED
+        order = []
+        for gi, go in groups:
+            split = [d for d in gi if operand.data_tile_dims[d] != 1]
+            if not split:
+                order += gi  # (whole: each input dimension of the group has 1 tile)
+                continue
+            t = operand.data_tile_dims[split[0]]
+            if split != [gi[0]] or not go or out_dims[go[0]] % t or in_dims[gi[0]] % t:
+                return REPLICATED
+            tiles[go[0]] = t
+            order += gi
+    assignment = data_assignment(operand)  # [input tiles..., replicas]: the split ones in order
+    kept = [d for d in order if operand.data_tile_dims[d] != 1]
+    moved = assignment.transpose([*kept, *[d for d in range(len(in_dims)) if d not in kept], len(in_dims)])
+    return with_assignment(moved.reshape(*tiles, assignment.shape[-1]), len(tiles))
 
 
 def dot_plan(dot: HloInstruction, lhs: HloSharding, rhs: HloSharding) -> tuple[str, HloSharding]:
