@@ -401,3 +401,45 @@ def test_a_result_wanted_split_is_computed_split_from_the_start() -> None:
     assert dot.shape.dimensions == (2, 5)
     (got,) = run_global(module, args)
     np.testing.assert_allclose(got, want[0], rtol=1e-5, atol=1e-5)
+
+
+BRANCHES = """HloModule m, num_partitions=4
+
+on_true {
+  p = (f32[8,6]) parameter(0)
+  x = f32[8,6] get-tuple-element(p), index=0
+  ROOT t = f32[8,6] tanh(x)
+}
+
+on_false {
+  p = (f32[8,6]) parameter(0)
+  x = f32[8,6] get-tuple-element(p), index=0
+  n = f32[8,6] negate(x)
+  ROOT m = f32[8,6] multiply(n, x)
+}
+
+ENTRY main {
+  x = f32[8,6] parameter(0), sharding={devices=[4,1]<=[4]}
+  which = pred[] parameter(1), sharding={replicated}
+  args = (f32[8,6]) tuple(x)
+  c = f32[8,6] conditional(which, args, args), true_computation=on_true, false_computation=on_false
+  ROOT e = f32[8,6] exponential(c)
+}
+"""
+
+
+@pytest.mark.parametrize("which", [True, False])
+def test_a_conditional_over_split_operands_runs_each_branch_on_the_pieces(which: bool) -> None:
+    x = np.random.default_rng(9).standard_normal((8, 6)).astype(np.float32)
+    args = [x, np.array(which)]
+    want = HloEvaluator().evaluate_module(parse_hlo(BRANCHES.replace("num_partitions=4", "num_partitions=1")), args)
+    pass_ = SpmdPartitioner()
+    module = parse_hlo(BRANCHES)
+    pass_.run(module)
+    assert not any(i.opcode in ("all-gather", "all-reduce") for i in module.instructions()), module.to_text()
+    assert any("each branch runs" in n for n in pass_.notes)
+    executable = compile_module(module, "cpu")
+    on_cpu = run_global(module, args, run=lambda pieces: run_devices(
+        4, lambda device: executable.execute(pieces[device.index])))
+    for got in (run_global(module, args), on_cpu):
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)

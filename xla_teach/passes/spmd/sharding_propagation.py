@@ -26,7 +26,8 @@ one walks the computation forward, in dataflow order, one rule per kind of instr
   (split images: data parallelism; split rows or columns: halos); a ``scatter`` into a table split
   by rows keeps the table's split (each device applies the updates to its own rows);
 * ``tuple``/``get-tuple-element`` pass shardings through, and so does a ``while``: its state stays
-  split as it came in; everything else is replicated;
+  split as it came in; a ``conditional`` takes what propagation inside its first branch gives;
+  everything else is replicated;
 * a ``shard_map`` as Shardy writes it -- ``xla.sdy.GlobalToLocalShape``, a ``call`` of the body,
   ``xla.sdy.LocalToGlobalShape`` -- is *manual* inside (each device's own value, the body
   written per device) and takes the ``xla.sdy.out_shardings`` at its end.
@@ -173,6 +174,8 @@ def natural_sharding(instr: HloInstruction, of: Callable[[HloInstruction], HloSh
         return parent.elements[instr.tuple_index] if parent.is_tuple else REPLICATED
     if op == "while":  # the loop keeps its state split as it came in (the partitioner sees to it)
         return of(instr.operand(0))
+    if op == "conditional":  # as the first branch computes it from its operand's split
+        return branch_result_sharding(instr, of(instr.operand(1)))
     if instr.shape.is_tuple or not instr.shape.is_array:
         return REPLICATED
     if is_elementwise(op) or (op in ("reshape", "bitcast", "copy") and
@@ -279,6 +282,21 @@ def halo_plan(instr: HloInstruction, operand: HloSharding) -> list[tuple[int, in
             return None
         plan.append((d, left, right))
     return plan
+
+
+def branch_result_sharding(cond: HloInstruction, operand: HloSharding) -> HloSharding:
+    """The sharding a conditional's first branch gives its result, for an operand split as
+    ``operand`` (propagation inside the branch); replicated when nothing is split."""
+    leaves = [operand] if not operand.is_tuple else list(operand.elements)
+    branch = cond.branch_computations()[0]
+    if branch.num_parameters != 1 or not any(tiled(leaf) or leaf.is_tuple for leaf in leaves):
+        return REPLICATED
+    parameter = branch.parameter(0)
+    saved, parameter.sharding = parameter.sharding, operand
+    try:
+        return propagate(branch)[branch.root.unique_id]
+    finally:
+        parameter.sharding = saved
 
 
 def moved_dimensions(instr: HloInstruction) -> list[int]:

@@ -70,10 +70,11 @@ skips. Nothing moves.
 
 A ``while`` loop keeps its state split as it comes in: the body and the condition are partitioned
 as computations of their own (for a parameter split like the state), and the body's result is
-resharded to the state's split when it comes out otherwise.
+resharded to the state's split when it comes out otherwise; a ``conditional``'s branches are
+partitioned the same way, each for its operand's split, all giving the result's planned split.
 
-XLA's ``SpmdPartitioner`` knows many more local rules (a split convolution kernel, conditionals
-over split values, ...); here those cases take the general route, which is always correct and
+XLA's ``SpmdPartitioner`` knows many more local rules (a split convolution kernel, slices of a
+split dimension, ...); here those cases take the general route, which is always correct and
 moves the most data.
 """
 
@@ -233,6 +234,8 @@ class _PerDeviceBuilder:
             return param, sharding
         if op == "while":
             return self.lower_while(instr)
+        if op == "conditional":
+            return self.lower_conditional(instr)
         target = instr.attrs.get("custom_call_target") if op == "custom-call" else None
         if target in ANNOTATIONS:
             operand = instr.operand(0)
@@ -410,30 +413,48 @@ class _PerDeviceBuilder:
         state = self.have[init.unique_id]
         if not any(tiled(leaf) for leaf in _leaves(state)):
             return self.whole(loop)
-        body = self.per_device(loop.attrs["body"], state, keep=True)
-        condition = self.per_device(loop.attrs["condition"], state, keep=False)
+        body = self.per_device(loop.attrs["body"], state, state)  # the next state split like this one
+        condition = self.per_device(loop.attrs["condition"], state, None)
         value = self.local[init.unique_id]
         self.note(f"{loop.name}: the loop's state stays split; body and condition run on each device's pieces")
         local = add_instruction(self.comp, "while", [value], {"body": body, "condition": condition},
                                 shape=value.shape, name=loop.name)
         return local, state
 
-    def per_device(self, comp: HloComputation, state: HloSharding, keep: bool) -> HloComputation:
-        """``comp`` (a loop's body or condition) partitioned for a parameter split as ``state``;
-        ``keep``: its result is the next state, resharded to ``state`` where it differs."""
-        param = comp.parameter(0)
-        saved, param.sharding = param.sharding, state
+    def per_device(self, comp: HloComputation, param: HloSharding, result: HloSharding | None) -> HloComputation:
+        """``comp`` (a loop's body or condition, a branch) partitioned for a parameter split as
+        ``param``; its result resharded to ``result`` where it comes out otherwise (None: as is)."""
+        parameter = comp.parameter(0)
+        saved, parameter.sharding = parameter.sharding, param
         try:
             builder = _PerDeviceBuilder(self.module, comp, self.n, self.note, self._adders)
             new = builder.build(is_entry=False)
         finally:
-            param.sharding = saved
-        if keep:
+            parameter.sharding = saved
+        if result is not None:
             has = builder.have[comp.root.unique_id]
-            if not same_sharding_tree(has, state):
-                self.note(f"{comp.name}: the next state is resharded from {has} to the loop's {state}")
-                new.root_instruction = builder.reshard_tree(new.root_instruction, has, state, comp.root.shape)
+            if not same_sharding_tree(has, result):
+                self.note(f"{comp.name}: its result is resharded from {has} to {result}")
+                new.root_instruction = builder.reshard_tree(new.root_instruction, has, result, comp.root.shape)
         return self.module.add_computation(new)
+
+    def lower_conditional(self, cond: HloInstruction) -> tuple[HloInstruction, HloSharding]:
+        """Branches over split operands: each branch partitioned for its operand's split, every
+        branch's result split as propagation planned (the first branch's own), the selector whole."""
+        branches = cond.branch_computations()
+        operands = cond.operands[1:]
+        if (not any(any(tiled(leaf) for leaf in _leaves(self.have[o.unique_id])) for o in operands)
+                or not self.is_replicated(cond.operand(0))
+                or any(b.num_parameters != 1 for b in branches)):
+            return self.whole(cond)
+        result = self.shardings[cond.unique_id]
+        new = [self.per_device(b, self.have[o.unique_id], result) for b, o in zip(branches, operands, strict=True)]
+        attrs = ({"branch_computations": tuple(new)} if cond.attrs.get("branch_computations")
+                 else {"true_computation": new[0], "false_computation": new[1]})
+        self.note(f"{cond.name}: each branch runs on each device's pieces of its operand")
+        local = add_instruction(self.comp, "conditional", [self.local[o.unique_id] for o in cond.operands], attrs,
+                                shape=new[0].root_instruction.shape, name=cond.name)
+        return local, result
 
     def reshard_tree(self, value: HloInstruction, has: HloSharding, want: HloSharding, shape: Shape) -> HloInstruction:
         """:meth:`reshard` through tuples, element by element."""
