@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         theirs_temp = "?" if xla_temp is None else _kib(xla_temp)
         print(f"{program.name:<16} {t_ours * 1e3:>9.3f}ms {t_xla * 1e3:>9.3f}ms {ratio:>8.2f}x   "
               f"{_kib(_temp_bytes_ours(executable)):>10} {theirs_temp:>10}  "
-              f"{compile_s:5.2f}s / {xla_compile_s:.2f}s", flush=True)
+              f"{compile_s:6.3f}s / {xla_compile_s:.3f}s", flush=True)
     if ratios:
         print(f"geometric mean XLA/xla_teach over {len(ratios)} programs: "
               f"{math.exp(sum(math.log(r) for r in ratios) / len(ratios)):.2f}x")
