@@ -443,3 +443,24 @@ def test_a_conditional_over_split_operands_runs_each_branch_on_the_pieces(which:
         4, lambda device: executable.execute(pieces[device.index])))
     for got in (run_global(module, args), on_cpu):
         np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("sharding", ["{devices=[4,1]<=[4]}", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}"])
+def test_a_data_parallel_lookup_in_a_whole_table_needs_nothing_from_other_devices(sharding: str) -> None:
+    text = (f"HloModule m, num_partitions=4\n\nENTRY main {{\n"
+            "  t = f32[16,5] parameter(0), sharding={replicated}\n"
+            f"  i = s32[8,1] parameter(1), sharding={sharding}\n"
+            "  g = f32[8,5] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+            "index_vector_dim=1, slice_sizes={1,5}\n  ROOT r = f32[8,5] tanh(g)\n}\n")
+    rng = np.random.default_rng(10)
+    table = rng.standard_normal((16, 5)).astype(np.float32)
+    ids = rng.integers(-2, 18, (8, 1)).astype(np.int32)
+    want = HloEvaluator().evaluate_module(parse_hlo(text.replace("num_partitions=4", "num_partitions=1")), [table, ids])
+    module = parse_hlo(text)
+    SpmdPartitioner().run(module)
+    assert not any(i.opcode in ("all-gather", "all-reduce", "all-to-all") for i in module.instructions()), \
+        module.to_text()
+    gather = next(i for i in module.entry.instructions if i.opcode == "gather")
+    assert gather.shape.dimensions[0] < 8  # each device its own lookups
+    (got,) = run_global(module, [table, ids])
+    np.testing.assert_array_equal(got, want[0])

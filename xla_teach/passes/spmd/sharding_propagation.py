@@ -24,7 +24,8 @@ one walks the computation forward, in dataflow order, one rule per kind of instr
   start in its own piece (:func:`halo_plan`): the few elements they reach beyond it -- the *halo*
   -- come from the neighbours; so does a ``convolution`` of a split input with a whole kernel
   (split images: data parallelism; split rows or columns: halos); a ``scatter`` into a table split
-  by rows keeps the table's split (each device applies the updates to its own rows);
+  by rows keeps the table's split (each device applies the updates to its own rows); a ``gather``
+  from a whole table with split indices is split as its indices (:func:`lookups_split`);
 * ``tuple``/``get-tuple-element`` pass shardings through, and so does a ``while``: its state stays
   split as it came in; a ``conditional`` takes what propagation inside its first branch gives;
   everything else is replicated;
@@ -209,7 +210,31 @@ def natural_sharding(instr: HloInstruction, of: Callable[[HloInstruction], HloSh
         return convolution_plan(instr, of(instr.operand(0)), of(instr.operand(1)))[1]
     if op == "scatter" and scatter_split(instr, [of(o) for o in instr.operands]) is not None:
         return of(instr.operand(0))
+    if op == "gather":
+        return lookups_split(instr, of(instr.operand(0)), of(instr.operand(1))) or REPLICATED
     return REPLICATED
+
+
+def lookups_split(gather: HloInstruction, table: HloSharding, indices: HloSharding) -> HloSharding | None:
+    """A ``gather`` from a whole table whose indices are split (a data-parallel embedding lookup):
+    each device looks up its own indices, and the result's lookup dimensions are split as the
+    indices' are (the looked-up slices whole). None when the table is split or the indices are
+    split along their index vector."""
+    if tiled(table) or not tiled(indices) or indices.kind != "tiled":
+        return None
+    vector = int(gather.attr("index_vector_dim"))
+    rank = gather.operand(1).shape.rank
+    if vector < rank and indices.data_tile_dims[vector] != 1:
+        return None
+    lookup_dims = [k for k in range(rank) if k != vector]
+    batch_dims = [d for d in range(gather.shape.rank) if d not in gather.attr("offset_dims")]
+    tiles = [1] * gather.shape.rank
+    for k, d in zip(lookup_dims, batch_dims, strict=True):
+        tiles[d] = indices.data_tile_dims[k]
+    assignment = data_assignment(indices)
+    split = [k for k in range(rank) if indices.data_tile_dims[k] != 1]
+    moved = assignment.transpose([*split, *[k for k in range(rank) if k not in split], rank])
+    return with_assignment(moved.reshape(*tiles, assignment.shape[-1]), len(tiles))
 
 
 def scatter_split(scatter: HloInstruction, shardings: list[HloSharding]) -> int | None:

@@ -55,7 +55,8 @@ rest), as XLA does for a transpose of a split matrix.
 
 A ``gather`` from a table split by rows (an embedding lookup) looks up in each device's own rows,
 zeroes the lookups another device holds and adds them with an ``all-reduce``: the table never moves.
-(A ``-0.0`` looked up comes out ``+0.0``: the sum adds zeros to it.)
+(A ``-0.0`` looked up comes out ``+0.0``: the sum adds zeros to it.) With the table whole and the
+indices split (data parallelism), each device simply looks up its own indices.
 
 A ``reduce-window`` (pooling, a moving sum) over a split dimension runs on each device's piece
 extended by a *halo*: the few elements its windows reach in the neighbours' pieces, each side
@@ -104,6 +105,7 @@ from xla_teach.passes.spmd.sharding_propagation import (
     data_assignment,
     dot_plan,
     halo_plan,
+    lookups_split,
     natural_sharding,
     propagate,
     reduce_plan,
@@ -356,6 +358,12 @@ class _PerDeviceBuilder:
         split dimension collapsed and the only one indexed, indices whole, one index per lookup."""
         table, indices = gather.operands
         has = self.have[table.unique_id]
+        split_lookups = lookups_split(gather, has, self.have[indices.unique_id])
+        if split_lookups is not None:  # a whole table, split indices: each device looks up its own
+            self.note(f"{gather.name}: a lookup in a whole table with split indices: each device looks up its own")
+            local = self.clone(gather, [self.local[table.unique_id], self.local[indices.unique_id]],
+                               split_lookups.tile_shape(gather.shape.dimensions))
+            return local, split_lookups
         if not tiled(has) or not self.is_replicated(indices) or has.kind != "tiled":
             return None
         split = [d for d, t in enumerate(has.data_tile_dims) if t > 1]
