@@ -278,19 +278,11 @@ def assign_buffers(comp: HloComputation, loop_body: bool = False, loops_in_place
             kind_of[v.id] = "output"
     share_with: dict[int, int] = {}  # value id -> value id whose bytes it reuses
     for instr in order:
-        if instr.shape.is_tuple or instr.opcode in _ALIASING or kind_of.get(ba.value(instr).id) != "temp":
-            continue
-        me = ba.value(instr)
-        for i, op in enumerate(instr.operands):
-            if op.shape.is_tuple:
-                continue
-            candidate = ba.value(op)
-            base = share_with.get(candidate.id, candidate.id)
-            if (kind_of[candidate.id] == "temp" and live[candidate.id][1] == position[instr.unique_id]
-                    and can_run_in_place(instr, i) and times_read(ba, instr, candidate) == 1):
-                share_with[me.id] = base
-                ba.in_place.append((instr.name, op.name))
-                break
+        found = _overwritable_operand(ba, instr, "temp", kind_of, live, position[instr.unique_id])
+        if found is not None:
+            candidate, op = found
+            share_with[ba.value(instr).id] = share_with.get(candidate.id, candidate.id)
+            ba.in_place.append((instr.name, op.name))
 
     home_of = decide_output_aliases(ba, kind_of, live, loop_body)  # outputs written into donated parameters
     if loops_in_place:
@@ -367,24 +359,33 @@ def _computed_in_output_buffers(ba: BufferAssignment, order: list[HloInstruction
     ``dynamic-update-slice``, an elementwise op on the last use of its operand): the temporary is
     computed straight into the output's buffer, as XLA does. Returns temporary id -> the output."""
     homes: dict[int, HloValue] = {}
-    position = {i.unique_id: n for n, i in enumerate(order)}
     shared = set(share_with) | set(share_with.values())
-    for instr in order:
-        if instr.shape.is_tuple or instr.opcode in _ALIASING or kind_of.get(ba.value(instr).id) != "output":
-            continue
-        me = ba.value(instr)
-        for i, op in enumerate(instr.operands):
-            if op.shape.is_tuple:
-                continue
-            candidate = ba.value(op)
-            if (kind_of[candidate.id] == "temp" and candidate.id not in shared
-                    and live[candidate.id][1] == position[instr.unique_id]
-                    and can_run_in_place(instr, i) and times_read(ba, instr, candidate) == 1):
-                kind_of[candidate.id] = "aliased"
-                homes[candidate.id] = me
-                ba.in_place.append((instr.name, op.name))
-                break
+    for step, instr in enumerate(order):
+        found = _overwritable_operand(ba, instr, "output", kind_of, live, step, shared)
+        if found is not None:
+            candidate, op = found
+            kind_of[candidate.id] = "aliased"
+            homes[candidate.id] = ba.value(instr)
+            ba.in_place.append((instr.name, op.name))
     return homes
+
+
+def _overwritable_operand(ba: BufferAssignment, instr: HloInstruction, kind: str, kind_of: dict[int, str],
+                          live: dict[int, list[int]], step: int,
+                          excluded: set[int] | frozenset[int] = frozenset()) -> tuple[HloValue, HloInstruction] | None:
+    """The operand (its value, the operand) whose temporary buffer ``instr`` -- an array of kind
+    ``kind``, at ``step`` of the schedule -- may write its result over: the value dies here, is
+    read once by ``instr``, and ``instr`` reads it in a way that allows it (:func:`can_run_in_place`)."""
+    if instr.shape.is_tuple or instr.opcode in _ALIASING or kind_of.get(ba.value(instr).id) != kind:
+        return None
+    for i, op in enumerate(instr.operands):
+        if op.shape.is_tuple:
+            continue
+        candidate = ba.value(op)
+        if (kind_of[candidate.id] == "temp" and candidate.id not in excluded and live[candidate.id][1] == step
+                and can_run_in_place(instr, i) and times_read(ba, instr, candidate) == 1):
+            return candidate, op
+    return None
 
 
 def _temporaries_in_output_buffers(ba: BufferAssignment, blocks: dict[int, BufferBlock],

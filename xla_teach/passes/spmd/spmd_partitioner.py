@@ -387,10 +387,7 @@ class _PerDeviceBuilder:
                                    result_dims=index_dims)
 
         clamped = add_instruction(comp, "clamp", [full(0), idx, full(rows - 1)])
-        offsets = np.array([(has.tile_index(d) or (0,) * table.shape.rank)[s] * tile for d in range(self.n)], np.int32)
-        mine = add_instruction(comp, "dynamic-slice", [add_constant(comp, offsets, s32), self.partition_id()],
-                               {"dynamic_slice_sizes": (1,)})
-        offset = add_instruction(comp, "broadcast", [add_instruction(comp, "reshape", [mine], result_dims=())],
+        offset = add_instruction(comp, "broadcast", [self.first_row(has, s, table.shape.dimensions)],
                                  {"dimensions": ()}, result_dims=index_dims)
         local_idx = add_instruction(comp, "subtract", [clamped, offset])
         pred = PrimitiveType.PRED
@@ -535,13 +532,10 @@ class _PerDeviceBuilder:
         tiles = has.data_tile_dims[d]
         moved = np.moveaxis(assignment, d, 0).reshape(tiles, -1)  # [tile along d, everything else]
         size = piece.shape.dimensions[d]
-        # this device's tile index along d, from a table by partition-id
         index = np.zeros(self.n, np.int32)
         for t in range(tiles):
             index[moved[t]] = t
-        mine = add_instruction(comp, "dynamic-slice", [add_constant(comp, index, PrimitiveType.S32),
-                                                        self.partition_id()], {"dynamic_slice_sizes": (1,)})
-        mine = add_instruction(comp, "reshape", [mine], result_dims=())
+        mine = self.mine_of(index)  # this device's tile index along d
 
         def halo(start: int, stop: int, step: int, edge: int) -> HloInstruction:
             spec = tuple(SliceDim(start, stop) if k == d else SliceDim(0, n)
@@ -576,14 +570,10 @@ class _PerDeviceBuilder:
         if s is None:
             return self.whole(scatter)
         comp, s32 = self.comp, PrimitiveType.S32
-        tile = has.tile_shape(table.shape.dimensions)[s]
         idx = self.local[indices.unique_id]
         if idx.shape.element_type is not s32:
             idx = add_instruction(comp, "convert", [idx], result_element_type=s32)
-        offsets = np.array([(has.tile_index(d) or (0,) * table.shape.rank)[s] * tile for d in range(self.n)], np.int32)
-        first = add_instruction(comp, "dynamic-slice", [add_constant(comp, offsets, s32), self.partition_id()],
-                                {"dynamic_slice_sizes": (1,)})
-        first = add_instruction(comp, "broadcast", [add_instruction(comp, "reshape", [first], result_dims=())],
+        first = add_instruction(comp, "broadcast", [self.first_row(has, s, table.shape.dimensions)],
                                 {"dimensions": ()}, result_dims=idx.shape.dimensions)
         local_idx = add_instruction(comp, "subtract", [idx, first])
         self.note(f"{scatter.name}: updates into a table split by rows: each device scatters into its own rows "
@@ -722,6 +712,18 @@ class _PerDeviceBuilder:
         return add_instruction(comp, "dynamic-slice", [whole, *offsets], {"dynamic_slice_sizes": tuple(tile)})
 
     # ---- helpers ---------------------------------------------------------------------------
+    def mine_of(self, table: np.ndarray) -> HloInstruction:
+        """``table[partition-id]``, an ``s32[]``: a per-device number known at compile time."""
+        row = add_instruction(self.comp, "dynamic-slice", [add_constant(self.comp, table.astype(np.int32),
+                                                                        PrimitiveType.S32), self.partition_id()],
+                              {"dynamic_slice_sizes": (1,)})
+        return add_instruction(self.comp, "reshape", [row], result_dims=())
+
+    def first_row(self, has: HloSharding, d: int, dims: tuple[int, ...]) -> HloInstruction:
+        """Where this device's piece starts along dimension ``d`` of a value split as ``has``."""
+        tile = has.tile_shape(dims)[d]
+        return self.mine_of(np.array([(has.tile_index(k) or (0,) * len(dims))[d] * tile for k in range(self.n)]))
+
     def partition_id(self) -> HloInstruction:
         if self._partition_id is None:
             pid = add_instruction(self.comp, "partition-id", [], shape=Shape.array(PrimitiveType.U32, ()))
