@@ -90,8 +90,9 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
 
 def add_devices(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num_partitions", type=int, default=None, metavar="N",
-                        help="run a partitioned (per-device) module on N simulated devices, each with its own "
-                             "fake inputs (default: the module's num_partitions, or 1); interpreter only")
+                        help="run a partitioned (per-device) module on N devices, each with its own fake inputs "
+                             "(default: the module's num_partitions, or 1): the interpreter's simulated devices or "
+                             "the CPU's threads")
     parser.add_argument("--num_replicas", type=int, default=None, metavar="N", help="the same, for replicas")
 
 
