@@ -182,7 +182,16 @@ class Shape:
 
     # ---- text -----------------------------------------------------------------------
     def to_text(self, print_layout: bool = True) -> str:
-        """XLA's spelling, e.g. ``f32[2,3]{1,0}`` or ``(f32[], s32[4]{0})``."""
+        """XLA's spelling, e.g. ``f32[2,3]{1,0}`` or ``(f32[], s32[4]{0})``. (Remembered: a shape
+        never changes, and every stage of a compile prints every instruction's shape.)"""
+        key = "_text" if print_layout else "_text_no_layout"
+        known = self.__dict__.get(key)
+        if known is None:
+            known = self._spell(print_layout)
+            object.__setattr__(self, key, known)
+        return known
+
+    def _spell(self, print_layout: bool) -> str:
         if self.is_tuple:
             parts = []
             for i, s in enumerate(self.tuple_shapes):
