@@ -91,6 +91,12 @@ CASES = {
                       "  r = f32[4,2,6] reshape(p0)\n  t = f32[4,2,6] tanh(r)\n  m = f32[48] reshape(t)\n"
                       "  q = f32[2,4,2,3] reshape(p1)\n  n = f32[8,6] reshape(q)\n"
                       "  ROOT s = (f32[48], f32[8,6]) tuple(m, n)"),
+    # a split vector broadcast into the columns (and a split matrix into a 3-D array)
+    "broadcast_split": ([("f32[6]", "{devices=[2,2]<=[4] last_tile_dim_replicate}"),
+                         ("f32[8,6]", "{devices=[4,1]<=[4]}")],
+                        "  b = f32[4,6] broadcast(p0), dimensions={1}\n  t = f32[4,6] tanh(b)\n"
+                        "  c = f32[8,3,6] broadcast(p1), dimensions={0,2}\n"
+                        "  ROOT s = (f32[4,6], f32[8,3,6]) tuple(t, c)"),
     # a while loop over split state: body and condition on each device's pieces
     "while_loop": ([("f32[8,4]", "{devices=[4,1]<=[4]}")],
                    "  zero = s32[] constant(0)\n  init = (s32[], f32[8,4]) tuple(zero, p0)\n"
@@ -144,6 +150,7 @@ def test_partitioned_programs_give_the_one_device_result(case: str) -> None:
     ("dot_other", {"all-reduce": 0, "all-gather": 2}),  # both operands gathered
     ("while_loop", {"all-reduce": 0, "all-gather": 0}),  # the state stays split across iterations
     ("reshape_split", {"all-reduce": 0, "all-gather": 0}),
+    ("broadcast_split", {"all-reduce": 0, "all-gather": 0}),
     ("reshard_all_to_all", {"all-to-all": 1, "all-gather": 0}),
     ("reshard_all_to_all_replicated", {"all-to-all": 1, "all-gather": 0}),
 ])

@@ -231,10 +231,7 @@ def lookups_split(gather: HloInstruction, table: HloSharding, indices: HloShardi
     tiles = [1] * gather.shape.rank
     for k, d in zip(lookup_dims, batch_dims, strict=True):
         tiles[d] = indices.data_tile_dims[k]
-    assignment = data_assignment(indices)
-    split = [k for k in range(rank) if indices.data_tile_dims[k] != 1]
-    moved = assignment.transpose([*split, *[k for k in range(rank) if k not in split], rank])
-    return with_assignment(moved.reshape(*tiles, assignment.shape[-1]), len(tiles))
+    return splits_moved_to(indices, tiles)
 
 
 def scatter_split(scatter: HloInstruction, shardings: list[HloSharding]) -> int | None:
@@ -372,25 +369,29 @@ def reshaped_sharding(instr: HloInstruction, operand: HloSharding) -> HloShardin
             return REPLICATED
         for i, o in enumerate(where):
             tiles[o] = operand.data_tile_dims[i]
-        order = where
     else:
         groups = reshape_groups(tuple(in_dims), tuple(out_dims))
         if groups is None:
             return REPLICATED
-        order = []
         for gi, go in groups:
             split = [d for d in gi if operand.data_tile_dims[d] != 1]
             if not split:
-                order += gi  # (whole: each input dimension of the group has 1 tile)
                 continue
             t = operand.data_tile_dims[split[0]]
             if split != [gi[0]] or not go or out_dims[go[0]] % t or in_dims[gi[0]] % t:
                 return REPLICATED
             tiles[go[0]] = t
-            order += gi
-    assignment = data_assignment(operand)  # [input tiles..., replicas]: the split ones in order
-    kept = [d for d in order if operand.data_tile_dims[d] != 1]
-    moved = assignment.transpose([*kept, *[d for d in range(len(in_dims)) if d not in kept], len(in_dims)])
+    return splits_moved_to(operand, tiles)
+
+
+def splits_moved_to(source: HloSharding, tiles: list[int]) -> HloSharding:
+    """The sharding whose split dimensions are ``tiles`` (one count per result dimension), taking
+    ``source``'s split dimensions in order -- the first split one goes to the first result
+    dimension with more than one tile, and so on -- with the same devices for the same tiles."""
+    assignment = data_assignment(source)  # [tiles per source dimension..., replicas]
+    rank = len(source.data_tile_dims)
+    split = [d for d in range(rank) if source.data_tile_dims[d] != 1]
+    moved = assignment.transpose([*split, *[d for d in range(rank) if d not in split], rank])
     return with_assignment(moved.reshape(*tiles, assignment.shape[-1]), len(tiles))
 
 
