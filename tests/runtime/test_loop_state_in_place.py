@@ -63,7 +63,7 @@ def test_each_iteration_reuses_the_same_buffer() -> None:
     """The body's result for the state element is the very array it received."""
     executable = compile_module(LOOP, "cpu")
     body = next(s for name, s in executable.sequences.items() if name.startswith("body"))
-    state = body.own_state([np.zeros((), np.int32), np.ones(1024, np.float32)])
+    state = [np.zeros((), np.int32), np.ones(1024, np.float32)]  # the loop's own buffers
     out = body.run(state)
     assert np.shares_memory(out[1], state[1])
     np.testing.assert_array_equal(out[1], np.ones(1024, np.float32))  # 1 * 0.5 + 0.5

@@ -161,11 +161,6 @@ class SequenceExecutable:
             return None
         return run_fixed_loop(condition, self, state)
 
-    def own_state(self, leaves: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Copies of the leaves this sequence writes in place (a while body with donated loop
-        state), so that a loop's first iteration does not write over its caller's buffers."""
-        return [np.array(leaf, copy=True) if n in self.donated else leaf for n, leaf in enumerate(leaves)]
-
     def donated_output(self, leaf: int) -> bool:
         """Does output leaf ``leaf`` live in a donated parameter's buffer?"""
         return leaf in self.donated.values()

@@ -69,8 +69,8 @@ def run_fixed_loop(condition: SequenceExecutable, body: SequenceExecutable,
         if slice_.allocation.kind not in ("output", "constant") or slice_.allocation.index in param_allocs:
             return None  # e.g. state elements that trade places: left to the general path
         copied_back.append(n)
-    # Elements written in place or copied into must be the loop's own (own_state copied the
-    # donated ones); passed-through elements may stay the caller's: nothing writes them.
+    # Elements written in place or copied into must be the loop's own (the while thunk's result
+    # buffers); passed-through elements may stay the caller's: nothing writes them.
     state = [np.array(a, copy=True) if n in copied_back else np.ascontiguousarray(a) for n, a in enumerate(state)]
     body_buffers, cond_buffers = _bind(body, state), _bind(condition, state)
     if body_buffers is None or cond_buffers is None:

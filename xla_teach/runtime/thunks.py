@@ -255,8 +255,8 @@ class WhileThunk(Thunk):
     them: the initial values are copied in once -- unless they are already there, computed in
     place by the instructions before the loop -- and a body that updates its state in place
     writes straight into them, so the last iteration leaves the results where they belong.
-    Otherwise (the GPU) the results are bound afterwards, and a body that writes its state in
-    place first gets copies of its own (``own_state``).
+    Otherwise (the GPU, whose bodies never write their state in place) the loop starts from the
+    initial values and the results are bound afterwards.
     """
 
     name: str
@@ -286,11 +286,7 @@ class WhileThunk(Thunk):
                 if not shape.is_token:  # a value the last iteration wrote elsewhere is copied home
                     buffers.store(home, value)
             return
-        # A body that updates the loop state in place (its buffer assignment was told the state is
-        # donated) first gets copies of its own, once per loop: the initial values are the caller's.
-        own_state = getattr(self.body, "own_state", None)
-        state = self._loop(buffers, own_state(initial) if own_state is not None else initial)
-        _bind_results(buffers, self.results, state, initial)
+        _bind_results(buffers, self.results, self._loop(buffers, initial), initial)
 
     def _loop(self, buffers: RunValues, state: list[Any]) -> list[Any]:
         fixed = getattr(self.body, "run_as_fixed_loop", None)

@@ -286,7 +286,7 @@ def assign_buffers(comp: HloComputation, loop_body: bool = False, loops_in_place
 
     home_of = decide_output_aliases(ba, kind_of, live, loop_body)  # outputs written into donated parameters
     if loops_in_place:
-        home_of.update(while_state_homes(ba, order, kind_of, live, share_with))
+        home_of.update(while_state_homes(ba, order, position, kind_of, live, share_with))
     home_of.update(_computed_in_output_buffers(ba, order, kind_of, live, share_with))
 
     # 4. Allocations.
@@ -425,8 +425,9 @@ def loop_passes_through(body: HloComputation, index: ShapeIndex) -> bool:
             return instr is body.parameter(0) and idx == index
 
 
-def while_state_homes(ba: BufferAssignment, order: list[HloInstruction], kind_of: dict[int, str],
-                      live: dict[int, list[int]], share_with: dict[int, int]) -> dict[int, HloValue]:
+def while_state_homes(ba: BufferAssignment, order: list[HloInstruction], position: dict[int, int],
+                      kind_of: dict[int, str], live: dict[int, list[int]],
+                      share_with: dict[int, int]) -> dict[int, HloValue]:
     """Where each ``while`` keeps its loop state: in the bytes of its initial values when it can.
 
     The loop updates its state in place (its body's buffer assignment treats the state as donated),
@@ -444,7 +445,6 @@ def while_state_homes(ba: BufferAssignment, order: list[HloInstruction], kind_of
     Fills ``share_with``/``kind_of``; returns value id -> the value whose allocation it takes.
     """
     homes: dict[int, HloValue] = {}
-    position = {i.unique_id: n for n, i in enumerate(order)}
     shared_bases = set(share_with.values()) | set(share_with)
     for instr in order:
         if instr.opcode != "while":

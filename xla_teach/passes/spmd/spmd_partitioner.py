@@ -591,14 +591,11 @@ class _PerDeviceBuilder:
             elif self.is_replicated(o):
                 operands.append(self.local[o.unique_id])
             else:  # a tuple with split elements (a while loop's state): gather each element
-                operands.append(self.gather_tuple(self.local[o.unique_id], self.have[o.unique_id], o.shape))
+                operands.append(self.reshard_tree(self.local[o.unique_id], self.have[o.unique_id], REPLICATED,
+                                                  o.shape))
         if any(tiled(self.have[o.unique_id]) for o in instr.operands if o.shape.is_array):
             self.note(f"{instr.name}: {instr.opcode} runs whole on every device (operands gathered)")
         return self.clone(instr, operands, None), REPLICATED
-
-    def gather_tuple(self, value: HloInstruction, has: HloSharding, shape: Shape) -> HloInstruction:
-        """A tuple value with every element whole on every device (elements resharded one by one)."""
-        return self.reshard_tree(value, has, REPLICATED, shape)
 
     # ---- resharding ------------------------------------------------------------------------
     def is_replicated(self, instr: HloInstruction) -> bool:
