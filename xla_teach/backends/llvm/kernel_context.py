@@ -29,6 +29,18 @@ class KernelFunctionBuilder(Protocol):
 
 
 @dataclass
+class LoopRange:
+    """A kernel builder as far as the emitters go: the IR builder and the outer loop's
+    ``[begin, end)`` -- for a kernel that runs another emitter's loops inside its own (over a tile,
+    or in a function of its own)."""
+
+    b: ir.IRBuilder
+    module: ir.Module
+    begin: ir.Value
+    end: ir.Value
+
+
+@dataclass
 class KernelContext:
     kb: Any  # a KernelFunctionBuilder of the backend emitting the kernel
     instr: HloInstruction

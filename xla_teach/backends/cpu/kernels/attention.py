@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from llvmlite import ir
 
@@ -39,7 +38,7 @@ from xla_teach.backends.cpu.kernels.partitions import choose_gemm_partitions
 from xla_teach.backends.cpu.kernels.row_fusion import emit_row_fusion_kernel
 from xla_teach.backends.llvm.ir_array import IrArray, i64
 from xla_teach.backends.llvm.ir_types import F32, F64
-from xla_teach.backends.llvm.kernel_context import KernelContext
+from xla_teach.backends.llvm.kernel_context import KernelContext, LoopRange
 from xla_teach.backends.llvm.loops import for_range, stack_slot
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.types import PrimitiveType
@@ -90,16 +89,6 @@ def attention_parts(fusion: HloInstruction) -> tuple[AttentionGeometry, HloInstr
     return geometry, softmax
 
 
-@dataclass
-class _Rows:
-    """What the row-fusion emitter needs of a kernel builder: the IR builder and its row range."""
-
-    b: ir.IRBuilder
-    module: ir.Module
-    begin: ir.Value
-    end: ir.Value
-
-
 def emit_attention_kernel(ctx: KernelContext) -> tuple[int, int]:
     """One loop step per block of queries (module docstring)."""
     parts = attention_parts(ctx.instr)
@@ -137,8 +126,8 @@ def emit_attention_kernel(ctx: KernelContext) -> tuple[int, int]:
         # the softmax of the tile's m rows, in place (it reads nothing row-dependent but the scores)
         tile_rows = IrArray(tile, softmax.shape, "scores_tile")
         scalars = [ctx.operand_arrays[op.parameter_number] for op in softmax.operands[1:]]
-        rows_ctx: Any = _Rows(b, b.module, i64(0), m)
-        emit_row_fusion_kernel(KernelContext(rows_ctx, softmax, [tile_rows, *scalars], [tile_rows]))
+        emit_row_fusion_kernel(KernelContext(LoopRange(b, b.module, i64(0), m), softmax, [tile_rows, *scalars],
+                                             [tile_rows]))
         # out[block] = tile @ v
         v_batch = at(v, b.mul(batch, i64(g.keys * g.values)))
         out_block = at(out, b.mul(first, i64(g.values)))

@@ -59,7 +59,7 @@ from xla_teach.backends.cpu.kernels.dot import call_gemm, flush_denormals
 from xla_teach.backends.cpu.kernels.partitions import choose_gemm_partitions
 from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64, unflatten
 from xla_teach.backends.llvm.ir_types import F32, F64, I1, I64, PTR
-from xla_teach.backends.llvm.kernel_context import KernelContext
+from xla_teach.backends.llvm.kernel_context import KernelContext, LoopRange
 from xla_teach.backends.llvm.loops import for_range, stack_slot
 from xla_teach.hlo.backend_config import backend_config_field
 from xla_teach.hlo.ir import HloInstruction
@@ -203,16 +203,6 @@ def _block_rows(b: ir.IRBuilder, blk: ir.Value, g: ConvGeometry) -> tuple[ir.Val
     return r0, b.select(b.icmp_signed("<", r1, i64(g.rows)), r1, i64(g.rows))
 
 
-@dataclass
-class _Function:
-    """What the elemental emitter needs of a kernel builder: an IR builder and a loop range."""
-
-    b: ir.IRBuilder
-    module: ir.Module
-    begin: ir.Value
-    end: ir.Value
-
-
 def _exact_rows_function(ctx: KernelContext, g: ConvGeometry) -> ir.Function:
     """``void <kernel>.exact(x, w, out, begin, end)``: the blocks' rows element by element. A
     path for a rare case (a NaN or inf weight), so LLVM is told not to optimize it (``optnone``,
@@ -225,7 +215,7 @@ def _exact_rows_function(ctx: KernelContext, g: ConvGeometry) -> ir.Function:
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     x, w, out, begin, end = fn.args
     operands = [IrArray(base, array.shape) for base, array in zip((x, w), ctx.operand_arrays, strict=True)]
-    rows = KernelContext(_Function(b, module, begin, end), ctx.instr, operands,
+    rows = KernelContext(LoopRange(b, module, begin, end), ctx.instr, operands,
                          [IrArray(out, ctx.output_arrays[0].shape)])
     _emit_exact_rows(rows, g)
     b.ret_void()
