@@ -116,7 +116,7 @@ def _run_alone(name: str, module: HloModule) -> None:
     """Prerequisites, then the pass in a one-pass pipeline (verifier + honest ``changed``)."""
     for prerequisite in PREREQUISITES.get(name, ()):
         fresh_pass(prerequisite).run(module)
-    HloPassPipeline(f"only-{name}", [fresh_pass(name)]).run(module, PassOptions(record=False))
+    HloPassPipeline(f"only-{name}", [fresh_pass(name)]).run(module, PassOptions(record=False, check_reported_changes=True))
 
 
 # Modules on which the random tests once caught a pass, kept as fixed examples.
@@ -158,7 +158,7 @@ def test_single_pass_preserves_results(pass_name: str, module: HloModule) -> Non
 @SETTINGS
 @given(module=hlo_modules())
 def test_full_pipeline_preserves_results(pipeline: str, module: HloModule) -> None:
-    _check(module, lambda m: PIPELINES[pipeline]().run(m, PassOptions(record=False)))
+    _check(module, lambda m: PIPELINES[pipeline]().run(m, PassOptions(record=False, check_reported_changes=True)))
 
 
 @SETTINGS
@@ -167,7 +167,7 @@ def test_simplification_reaches_a_fixed_point(module: HloModule) -> None:
     """After the pipeline's simplification, running every simplifier once more changes nothing."""
     module = module.clone()
     pipeline = default_pipeline()
-    pipeline.find("optimization").run(module, PassOptions(record=False))
+    pipeline.find("optimization").run(module, PassOptions(record=False, check_reported_changes=True))
     for p in simplification_passes():
         assert not p.run(module), f"{p.name} still changed the module: {p.notes}"
 
