@@ -59,9 +59,11 @@ def test_rewritten_convolution_matches_the_interpreter(t: str, x: str, w: str, o
     dtype = np.float64 if t == "f64" else np.float32
     args = [rng.standard_normal(tuple(int(d) for d in s.split(","))).astype(dtype) for s in (x, w)]
     tol = 1e-4 if t == "f32" else 1e-12  # sums of up to 4,608 products, in another order
-    for weights in ("finite", "with a NaN"):
+    for weights in ("finite", "with a NaN", "with an inf last"):  # (the last: past the whole vectors)
         if weights == "with a NaN":
             args[1].flat[0] = np.nan
+        if weights == "with an inf last":
+            args[1].flat[0], args[1].flat[-1] = 1.0, np.inf
         (got,) = exe.execute(args)
         (want,) = HloEvaluator().evaluate_module(parse_hlo(text), args)
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)

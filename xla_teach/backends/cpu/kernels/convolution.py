@@ -60,7 +60,15 @@ from xla_teach.backends.cpu.kernels.partitions import choose_gemm_partitions
 from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64, unflatten
 from xla_teach.backends.llvm.ir_types import F32, F64, I1, I64, PTR
 from xla_teach.backends.llvm.kernel_context import KernelContext, LoopRange
-from xla_teach.backends.llvm.loops import for_range, stack_slot
+from xla_teach.backends.llvm.loops import (
+    VECTOR_BYTES,
+    element_bytes,
+    for_range,
+    load_lanes,
+    splat,
+    stack_slot,
+    vector_loop,
+)
 from xla_teach.hlo.backend_config import backend_config_field
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.types import PrimitiveType
@@ -158,14 +166,25 @@ def reads_padding(conv: HloInstruction) -> bool:
 
 
 def _all_finite(b: ir.IRBuilder, base: ir.Value, count: int, fty: ir.Type) -> ir.Value:
-    """i1: is every one of ``count`` floats at ``base`` finite? (``x - x`` is 0 exactly then)."""
-    flag = stack_slot(b, I1, "all_finite")
-    b.store(ir.Constant(I1, 1), flag)
-    with for_range(b, i64(count), "weight") as i:
-        x = b.load(b.gep(base, [i], inbounds=True, source_etype=fty), typ=fty)
-        finite = b.fcmp_ordered("==", b.fsub(x, x), ir.Constant(fty, 0.0))
-        b.store(b.and_(b.load(flag), finite), flag)
-    return b.load(flag)
+    """i1: is every one of ``count`` floats at ``base`` finite? ``x - x`` is 0 for a finite
+    ``x`` and NaN for an inf or NaN, so the sum of ``x - x`` over them all is 0 exactly when
+    every one is finite (summed a vector at a time, then across the lanes)."""
+    lanes = VECTOR_BYTES // element_bytes(fty)
+    sums = stack_slot(b, ir.VectorType(fty, lanes), "finite_lanes")
+    rest = stack_slot(b, fty, "finite_rest")
+    b.store(splat(ir.Constant(fty, 0.0), lanes), sums)
+    b.store(ir.Constant(fty, 0.0), rest)
+
+    def add(i: ir.Value, n: int) -> None:
+        x = load_lanes(b, base, i, fty, n)
+        slot = sums if n > 1 else rest
+        b.store(b.fadd(b.load(slot), b.fsub(x, x)), slot)
+
+    vector_loop(b, i64(count), fty, "weight", add)
+    total, vector = b.load(rest), b.load(sums)
+    for lane in range(lanes):
+        total = b.fadd(total, b.extract_element(vector, ir.Constant(ir.IntType(32), lane)))
+    return b.fcmp_ordered("==", total, ir.Constant(fty, 0.0))
 
 
 def _memory_intrinsic(module: ir.Module, name: str, args: list[ir.Type]) -> ir.Function:
@@ -258,8 +277,11 @@ def _emit_blocks(ctx: KernelContext, g: ConvGeometry) -> None:
             n, *o = unflatten(b, r, [g.batch, *g.out_spatial])
             starts = [b.sub(b.mul(oi, i64(s)), i64(p)) for oi, s, p in zip(o, g.stride, g.pad_low, strict=True)]
             row_start = b.mul(b.sub(r, r0), i64(depth))
-            with for_range(b, i64(math.prod(g.taps)), "tap") as t:
-                ks = unflatten(b, t, list(g.taps))
+
+            def copy_tap(ks: list[ir.Value]) -> None:
+                t = ks[0]  # the tap's number: its offset in the patch row is t * features
+                for k, taps in zip(ks[1:], g.taps[1:], strict=True):
+                    t = b.add(b.mul(t, i64(taps)), k)
                 valid: ir.Value = ir.Constant(I1, 1)
                 source = n
                 for start, k, size, wd, bd in zip(starts, ks, g.spatial, g.window_dilation, g.base_dilation,
@@ -277,6 +299,18 @@ def _emit_blocks(ctx: KernelContext, g: ConvGeometry) -> None:
                         b.call(memcpy, [dst, element(x_base, b.mul(source, i64(g.features))), run_bytes, no])
                     with off_image:
                         b.call(memset, [dst, ir.Constant(ir.IntType(8), 0), run_bytes, no])
+
+            def taps(level: int, ks: list[ir.Value]) -> None:
+                if level == len(g.taps):
+                    copy_tap(ks)
+                    return
+                # only the innermost tap loop may be unrolled: all nine copies of a 3x3 kernel's
+                # tap (memcpy and memset expanded inline) doubled the kernel's compile time
+                innermost = level == len(g.taps) - 1
+                with for_range(b, i64(g.taps[level]), f"tap{level}", unroll=innermost) as k:
+                    taps(level + 1, [*ks, k])
+
+            taps(0, [])
         m = b.sub(r1, r0)
         out_block = element(out_base, b.mul(r0, i64(g.out_features)))
         call_gemm(b, g.is_double, m, i64(g.out_features), i64(depth), patches, i64(depth),

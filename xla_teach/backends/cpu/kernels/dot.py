@@ -30,7 +30,16 @@ from xla_teach.backends.llvm.gemm import find_dot, gemm_shape
 from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64
 from xla_teach.backends.llvm.ir_types import F32, F64, I32, I64, PTR, compute_type
 from xla_teach.backends.llvm.kernel_context import KernelContext, operand_loader
-from xla_teach.backends.llvm.loops import for_each_index, for_range
+from xla_teach.backends.llvm.loops import (
+    VECTOR_BYTES,
+    element_bytes,
+    for_each_index,
+    for_range,
+    load_lanes,
+    splat,
+    store_lanes,
+    vector_loop,
+)
 from xla_teach.hlo.backend_config import backend_config_field
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.types import PrimitiveType
@@ -156,15 +165,19 @@ def flush_denormals(b: ir.IRBuilder, base: ir.Value, count: ir.Value, fty: ir.Ty
     CPU runtime does) and stays as it is otherwise. LLVM would delete ``x * 1.0``, so the 1.0
     comes through an empty inline ``asm`` that LLVM cannot see through (the multiply stays, and
     vectorizes). ``llvm.canonicalize`` means the same, but this LLVM cannot select it for
-    every vector width.
+    every vector width. The loop is written with vectors already (:func:`vector_loop`).
     """
     ity = ir.IntType(64 if fty == F64 else 32)
     opaque = ir.InlineAsm(ir.FunctionType(ity, [ity]), "", "=r,0", side_effect=False)
     one_bits = 0x3FF0000000000000 if fty == F64 else 0x3F800000
     one = b.bitcast(b.call(opaque, [ir.Constant(ity, one_bits)]), fty)
-    with for_range(b, count, "ftz") as i:
-        address = b.gep(base, [i], inbounds=True, source_etype=fty)
-        b.store(b.fmul(b.load(address, typ=fty), one), address)
+    ones = splat(one, VECTOR_BYTES // element_bytes(fty), b)
+
+    def scale(i: ir.Value, lanes: int) -> None:
+        x = load_lanes(b, base, i, fty, lanes)
+        store_lanes(b, b.fmul(x, ones if lanes > 1 else one), base, i, fty)
+
+    vector_loop(b, count, fty, "ftz", scale)
 
 
 def _zero_fill(ctx: KernelContext, out: IrArray) -> None:
