@@ -107,12 +107,16 @@ class InstructionFusion(HloPass):
     def _fuse_computation(self, comp: HloComputation) -> bool:
         changed = False
         refused: set[tuple[int, int]] = set()
-        for consumer in reversed(comp.post_order()):
+        order = comp.post_order()
+        # Positions in the post-order, taken once: fusing moves no instruction before another,
+        # and a new fusion takes its consumer's place (recomputing them after every fused
+        # producer made fusing n instructions cost n^2).
+        position = {id(i): n for n, i in enumerate(order)}
+        for consumer in reversed(order):
             if consumer.parent is not comp:
                 continue  # already fused away
             while True:
                 fused_one = False
-                position = {id(i): n for n, i in enumerate(comp.post_order())}
                 # Latest-defined first; constants last so the fusion is named after real work.
                 candidates = sorted(set(consumer.operands),
                                     key=lambda op: (op.opcode == "constant", -position.get(id(op), -1)))
@@ -124,7 +128,9 @@ class InstructionFusion(HloPass):
                             refused.add(key)
                             self.note(f"not fusing {producer.name} into {consumer.name}: {reason}")
                         continue
-                    consumer = self._fuse(producer, consumer)
+                    fusion = self._fuse(producer, consumer)
+                    position[id(fusion)] = position[id(consumer)]
+                    consumer = fusion
                     fused_one = changed = True
                     break
                 if not fused_one:

@@ -279,7 +279,7 @@ def _emit_blocks(ctx: KernelContext, g: ConvGeometry) -> None:
             row_start = b.mul(b.sub(r, r0), i64(depth))
 
             def copy_tap(ks: list[ir.Value]) -> None:
-                t = ks[0]  # the tap's number: its offset in the patch row is t * features
+                t = ks[0] if ks else i64(0)  # the tap's number: its offset in the row is t * features
                 for k, taps in zip(ks[1:], g.taps[1:], strict=True):
                     t = b.add(b.mul(t, i64(taps)), k)
                 valid: ir.Value = ir.Constant(I1, 1)
