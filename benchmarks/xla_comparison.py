@@ -197,9 +197,17 @@ def main(argv: list[str] | None = None) -> int:
           "compile (ours / XLA)")
     ratios = []
     runs = 5 if a.quick else 15
-    warm_up = jax.jit(lambda x: x + 1).lower(np.zeros(4, np.float32))  # neither side's start-up counts
-    warm_up.compile()
-    compile_module(warm_up.compiler_ir("hlo").as_hlo_text(), "cpu")
+    # Neither side's start-up counts: both first compile a tiny program and a small convolution
+    # (XLA loads its runtime and Eigen; xla_teach loads OpenBLAS and compiles its runtime
+    # library's convolution, once per process).
+    def small_conv(x, w):  # type: ignore[no-untyped-def]
+        return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    for fn, args in ((lambda x: x + 1, (np.zeros(4, np.float32),)),
+                     (small_conv, (np.zeros((1, 4, 4, 2), np.float32), np.zeros((3, 3, 2, 2), np.float32)))):
+        warm_up = jax.jit(fn).lower(*args)
+        warm_up.compile()
+        compile_module(warm_up.compiler_ir("hlo").as_hlo_text(), "cpu")
     for program in _programs():
         if a.only and program.name not in a.only:
             continue

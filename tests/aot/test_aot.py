@@ -125,6 +125,29 @@ def test_c_program_from_an_hlo_file_with_tuple_results_and_constants(tmp_path: P
     assert (tmp_path / "mixed.o").exists() and (tmp_path / "mixed_main.c").exists()
 
 
+CONV_MODULE = """
+HloModule conv
+ENTRY %main (x: f32[2,6,6,3], w: f32[3,3,3,4]) -> f32[2,6,6,4] {
+  %x = f32[2,6,6,3]{3,2,1,0} parameter(0)
+  %w = f32[3,3,3,4]{3,2,1,0} parameter(1)
+  ROOT %c = f32[2,6,6,4]{3,2,1,0} convolution(%x, %w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+}
+"""
+
+
+@needs_cc
+def test_a_convolution_compiles_into_the_object_itself(tmp_path: Path) -> None:
+    """The JIT's convolutions call the runtime library, which an object file cannot: AOT emits
+    them as element loops."""
+    result = compile_aot(CONV_MODULE, tmp_path, entry_point="conv")
+    assert not any(s.startswith("xla_teach_") or "gemm" in s for s in result.external_symbols)
+    module = parse_hlo(CONV_MODULE)
+    args = fake_arguments(module, seed=5)
+    (got,) = _run_c_program(result, args, tmp_path)
+    (expected,) = execute(module, args, "interpreter")
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
 def test_host_thunks_are_refused_with_the_op_named(tmp_path: Path) -> None:
     with pytest.raises(AotError, match=r"%w \(while\) runs as a Python host thunk"):
         compile_aot(WHILE_MODULE, tmp_path)

@@ -49,9 +49,11 @@ from xla_teach.aot.header import C_TYPES, BufferInfo, c_identifier, render_examp
 from xla_teach.backends.cpu.compiler import CpuCompiler
 from xla_teach.backends.cpu.ir_emitter import CpuIrEmitter, HostPlan
 from xla_teach.backends.cpu.jit import initialize_llvm
+from xla_teach.backends.cpu.kernels.convolution import IM2COL_GEMM, conv_strategy
 from xla_teach.backends.llvm.gemm import gemm_shape
 from xla_teach.backends.llvm.kernel_support import optimize_module
 from xla_teach.backends.options import CompileOptions
+from xla_teach.hlo.backend_config import set_backend_config_field
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment
@@ -126,9 +128,14 @@ def _check_signature(module: HloModule) -> None:
 
 # ---- compilation ------------------------------------------------------------------------------
 def force_loop_dots(module: HloModule) -> int:
-    """Switch every dot's ``dot_strategy`` away from ``blas`` (no OpenBLAS in an object file)."""
+    """Switch every dot's ``dot_strategy`` away from ``blas`` and every convolution away from the
+    runtime library's ``im2col_gemm`` (an object file has neither OpenBLAS nor this process's
+    runtime library to call)."""
     changed = 0
     for instr in module.instructions():
+        if instr.opcode == "convolution" and conv_strategy(instr) == IM2COL_GEMM:
+            set_backend_config_field(instr, "conv_strategy", "elemental", replace_unreadable=True)
+            changed += 1
         if instr.opcode != "dot":
             continue
         config = json.loads(instr.backend_config) if instr.backend_config else {}
@@ -248,9 +255,9 @@ def compile_aot(source: HloModule | str | Path | Callable[..., Any], out_dir: st
                for n, idx in enumerate(root.shape.leaf_indices())]
     emit_entry_function(emitter.llvm_module, _TEMP_ENTRY, plan)
     code, symbols = _object_code(str(emitter.llvm_module), target_cpu, entry)
-    blas = [s for s in symbols if "gemm" in s]
-    if blas:
-        raise AotError(f"internal: the object still calls BLAS ({', '.join(blas)})")
+    foreign = [s for s in symbols if "gemm" in s or s.startswith("xla_teach_")]
+    if foreign:
+        raise AotError(f"internal: the object still calls BLAS or the runtime library ({', '.join(foreign)})")
 
     out.mkdir(parents=True, exist_ok=True)
     paths[0].write_bytes(code)

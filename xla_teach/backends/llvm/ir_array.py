@@ -80,17 +80,19 @@ def delinearize(b: ir.IRBuilder, linear: ir.Value, shape: Shape) -> IrIndex:
     return IrIndex(tuple(dims), shape)
 
 
-def unflatten(b: ir.IRBuilder, linear: ir.Value, sizes: list[int]) -> list[ir.Value]:
-    """Indices (major to minor) of row-major position ``linear`` over dimensions of ``sizes``; the
-    most major takes what is left (no bounds check: the caller knows ``linear`` is in range)."""
+def unflatten(b: ir.IRBuilder, linear: ir.Value, sizes: list[int] | list[ir.Value]) -> list[ir.Value]:
+    """Indices (major to minor) of row-major position ``linear`` over dimensions of ``sizes``
+    (constants, or values known only at run time); the most major takes what is left (no bounds
+    check: the caller knows ``linear`` is in range)."""
     values: list[ir.Value] = []
     remaining = linear
     for n, size in enumerate(reversed(sizes)):
         if n == len(sizes) - 1:
             values.append(remaining)
         else:
-            values.append(b.urem(remaining, i64(size)))
-            remaining = b.udiv(remaining, i64(size))
+            divisor = size if isinstance(size, ir.Value) else i64(size)
+            values.append(b.urem(remaining, divisor))
+            remaining = b.udiv(remaining, divisor)
     return values[::-1]
 
 

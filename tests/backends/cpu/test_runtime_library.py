@@ -1,0 +1,62 @@
+"""The CPU runtime library: functions compiled once per process, called by every module's kernels."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+from llvmlite import ir
+
+from xla_teach.api import compile_module
+from xla_teach.backends.cpu import runtime_library
+from xla_teach.backends.llvm.ir_types import I64, PTR
+from xla_teach.hlo.evaluator import HloEvaluator
+from xla_teach.hlo.parser import parse_hlo
+
+CONV = """
+HloModule conv
+ENTRY main {{
+  x = f32[{n},{s},{s},{c}] parameter(0)
+  w = f32[3,3,{c},{f}] parameter(1)
+  ROOT y = f32[{n},{s},{s},{f}] convolution(x, w), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f
+}}
+"""
+
+
+def test_a_library_function_is_built_once_and_called_from_any_module() -> None:
+    built = []
+    signature = ir.FunctionType(ir.VoidType(), [PTR, I64])
+
+    def build(fn: ir.Function) -> None:  # *p = v * 3
+        built.append(fn.name)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        p, v = fn.args
+        b.store(b.mul(v, ir.Constant(I64, 3)), p)
+        b.ret_void()
+
+    name = "xla_teach_test_triple"
+    first, second = ir.Module("a"), ir.Module("b")
+    declared = runtime_library.library_function(first, name, signature, build)
+    runtime_library.library_function(second, name, signature, build)
+    assert built == [name]  # compiled for the first module only
+    assert declared.is_declaration and name in {f.name for f in runtime_library.compiled_functions()}
+    address = runtime_library.compiled(name, signature, build).address
+    out = ctypes.c_int64(0)
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(address)(ctypes.addressof(out), 14)
+    assert out.value == 42
+
+
+def test_convolutions_of_other_sizes_share_one_compiled_function() -> None:
+    rng = np.random.default_rng(1)
+    for n, s, c, f in ((2, 7, 3, 5), (1, 9, 16, 8), (3, 5, 33, 2)):  # 33 features: no constant-size copy
+        text = CONV.format(n=n, s=s, c=c, f=f)
+        exe = compile_module(text, "cpu")
+        ir_text = exe.artifacts.llvm_ir
+        assert 'declare void @"xla_teach_conv_im2col_f32_2d"' in ir_text and "patches" not in ir_text
+        args = [rng.standard_normal((n, s, s, c)).astype(np.float32),
+                rng.standard_normal((3, 3, c, f)).astype(np.float32)]
+        (got,) = exe.execute(args)
+        (want,) = HloEvaluator().evaluate_module(parse_hlo(text), args)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    names = [fn.name for fn in runtime_library.compiled_functions()]
+    assert names.count("xla_teach_conv_im2col_f32_2d") == 1
