@@ -359,31 +359,32 @@ class HloComputation:
         :class:`VerificationError` naming an instruction on it."""
         order: list[HloInstruction] = []
         visited: set[int] = set()
-        on_path: set[int] = set()  # expanded, operands not finished: reaching one again is a cycle
+        on_path: set[int] = set()  # on the DFS path, operands not finished: reaching one again is a cycle
         for start in self.instructions:
-            if start._users:
+            if start._users or start.unique_id in visited:
                 continue
-            stack: list[tuple[HloInstruction, bool]] = [(start, False)]
+            on_path.add(start.unique_id)
+            # each frame: an instruction and what is left of its operands (then control predecessors)
+            stack = [(start, iter(start._operands + start.control_predecessors))]
             while stack:
-                node, expanded = stack.pop()
-                if node.unique_id in visited:
-                    continue
-                if expanded:
-                    visited.add(node.unique_id)
-                    on_path.discard(node.unique_id)
-                    order.append(node)
-                    continue
-                if node.unique_id in on_path:
-                    from xla_teach.hlo.errors import VerificationError
+                node, preds = stack[-1]
+                for pred in preds:
+                    uid = pred.unique_id
+                    if uid in visited:
+                        continue
+                    if uid in on_path:
+                        from xla_teach.hlo.errors import VerificationError
 
-                    raise VerificationError(f"{self.name}: the graph has a cycle through %{node.name} "
-                                            "(via operands or control-predecessors)")
-                on_path.add(node.unique_id)
-                stack.append((node, True))
-                preds = list(node._operands) + list(node.control_predecessors)
-                for pred in reversed(preds):
-                    if pred.unique_id not in visited:
-                        stack.append((pred, False))
+                        raise VerificationError(f"{self.name}: the graph has a cycle through %{pred.name} "
+                                                "(via operands or control-predecessors)")
+                    on_path.add(uid)
+                    stack.append((pred, iter(pred._operands + pred.control_predecessors)))
+                    break
+                else:
+                    stack.pop()
+                    on_path.discard(node.unique_id)
+                    visited.add(node.unique_id)
+                    order.append(node)
         return order
 
     def called_computations(self) -> list[HloComputation]:
