@@ -34,15 +34,21 @@ from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.types import PrimitiveType
 
 
-def loop_nest(b: ir.IRBuilder, sizes: list[int], name: str, body: Callable[[list[ir.Value]], None]) -> None:
-    """Nested counted loops over ``sizes`` (outermost first)."""
+def loop_nest(b: ir.IRBuilder, sizes: list[int], name: str, body: Callable[[list[ir.Value]], None],
+              unroll: bool = True, accumulates: bool = False) -> None:
+    """Nested counted loops over ``sizes`` (outermost first); ``unroll=False`` asks LLVM to unroll
+    none of them -- and, for a loop that ``accumulates`` and is long enough, to vectorize the
+    innermost with interleaved vectors (``for_range(interleave=True)``)."""
     values: list[ir.Value] = []
 
     def nest(level: int) -> None:
         if level == len(sizes):
             body(values)
             return
-        with for_range(b, i64(sizes[level]), f"{name}{level}", unroll=unroll_level(sizes, level)) as i:
+        may_unroll = unroll and unroll_level(sizes, level)
+        innermost = level == len(sizes) - 1
+        interleave = accumulates and not unroll and innermost and sizes[level] >= INTERLEAVED_LOOP_SIZE
+        with for_range(b, i64(sizes[level]), f"{name}{level}", unroll=may_unroll, interleave=interleave) as i:
             values.append(i)
             nest(level + 1)
             values.pop()
@@ -103,6 +109,7 @@ def reduce_generator(em: ElementalEmitter, instr: HloInstruction) -> Generator:
 # ---------------------------------------------------------------------------------------
 # reduce-window
 # ---------------------------------------------------------------------------------------
+INTERLEAVED_LOOP_SIZE = 128  # a shorter innermost loop is left to LLVM's own choice of interleaving
 SMALL_WINDOW = 16  # a window of at most this many elements is emitted as straight-line code
 
 

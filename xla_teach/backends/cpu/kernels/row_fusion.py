@@ -101,7 +101,7 @@ def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
                 new = emit_scalar_computation(b, r.to_apply, [b.load(slot), value], reassociate=True)
                 b.store(new[0], slot)
 
-            loop_nest(b, row_sizes, f"{r.name}.row", accumulate)
+            loop_nest(b, row_sizes, f"{r.name}.row", accumulate, unroll=False, accumulates=True)
             em.set_generator(r, lambda index, slot=slot: b.load(slot))
             if r.operand(0) in cached and r.operand(0).unique_id not in filled:
                 cache = r.operand(0)
@@ -119,7 +119,7 @@ def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
             index = full_index(kept_index, values)
             out.store(b, em.value_at(root, index), IrIndex(index.dims, out.shape))
 
-        loop_nest(b, row_sizes, "out.row", write)
+        loop_nest(b, row_sizes, "out.row", write, unroll=False)
 
     if not kept:
         per_row(IrIndex.scalar(Shape.scalar(shape.element_type)))
