@@ -197,7 +197,9 @@ def emit_im2col_gemm_kernel(ctx: KernelContext) -> tuple[int, int]:
     g = im2col_geometry(ctx.instr)
     assert g is not None, f"{ctx.instr.name} is not a canonical im2col_gemm convolution"
     b = ctx.b
-    fn = library_function(b.module, library_name(g), LIBRARY_SIGNATURE, lambda f: _build_library_function(f, g))
+    dilated = any(d != 1 for d in g.base_dilation)
+    fn = library_function(b.module, library_name(g), LIBRARY_SIGNATURE,
+                          lambda f: _build_library_function(f, g.is_double, len(g.spatial), dilated))
     words = [ir.Constant(I64, w) for w in geometry_words(g, reads_padding(ctx.instr))]
     sizes = constant_global_array(b.module, f"{b.function.name}.geometry", I64, words)
     x, w = (a.base for a in ctx.operand_arrays)
@@ -253,15 +255,15 @@ def _load_sizes(b: ir.IRBuilder, sizes: ir.Value, rank: int) -> ConvSizes:
     return ConvSizes(head, dims)
 
 
-def _build_library_function(fn: ir.Function, g: ConvGeometry) -> None:
+def _build_library_function(fn: ir.Function, is_double: bool, rank: int, dilated: bool) -> None:
     """``void f(x, w, out, begin, end, sizes)``: blocks ``begin .. end`` of the convolution whose
-    sizes are at ``sizes``. Weights are checked first when the windows read padding (module
-    docstring); a non-finite one sends the rows element by element."""
+    sizes are at ``sizes`` (``rank`` spatial dimensions, base-dilated or not). Weights are checked
+    first when the windows read padding (module docstring); a non-finite one sends the rows
+    element by element."""
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     x, w, out, begin, end, sizes_ptr = fn.args
-    fty = F64 if g.is_double else F32
-    dilated = any(d != 1 for d in g.base_dilation)
-    sizes = _load_sizes(b, sizes_ptr, len(g.spatial))
+    fty = F64 if is_double else F32
+    sizes = _load_sizes(b, sizes_ptr, rank)
     exact = stack_slot(b, I1, "exact")
     b.store(ir.Constant(I1, 0), exact)
     with b.if_then(b.icmp_unsigned("!=", sizes.reads_padding, i64(0))):
