@@ -17,7 +17,7 @@ from xla_teach.backends.llvm.loops import (
     LIGHT_BODY,
     for_range,
     load_lanes,
-    mark_loops_not_unrolled,
+    resolve_loop_hints,
     splat,
     store_lanes,
     vector_loop,
@@ -48,7 +48,7 @@ def _sum_loop(work_per_element: int, **hints: bool) -> str:
             value = b.fmul(value, x)
         b.store(b.fadd(b.load(acc), value), acc)
     b.ret(b.load(acc))
-    return mark_loops_not_unrolled(str(module))
+    return resolve_loop_hints(str(module))
 
 
 @pytest.mark.parametrize("hints,want", [
@@ -85,7 +85,7 @@ def test_vector_loop_covers_every_element_once(count: int) -> None:
 
     vector_loop(b, n, F32, "scale", body)
     b.ret_void()
-    jit = CpuJit(mark_loops_not_unrolled(str(module)))
+    jit = CpuJit(resolve_loop_hints(str(module)))
     data = np.arange(70, dtype=np.float32)
     want = data.copy()
     want[:count] = data[:count] * 3 + np.arange(count)

@@ -22,7 +22,7 @@ from xla_teach.backends.cpu.ir_emitter import CpuIrEmitter, HostPlan, KernelPlan
 from xla_teach.backends.cpu.jit import CpuJit
 from xla_teach.backends.cpu.kernel_builder import declare_dynamic_denormal_mode
 from xla_teach.backends.llvm.kernel_support import annotate_kernels
-from xla_teach.backends.llvm.loops import mark_loops_not_unrolled
+from xla_teach.backends.llvm.loops import resolve_loop_hints
 from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment
@@ -45,7 +45,7 @@ class CpuCompiler(CompilerBase):
         emitter = CpuIrEmitter(optimized, assignments)
         plans = emitter.emit_all()
         declare_dynamic_denormal_mode(emitter.llvm_module)
-        ir_text = mark_loops_not_unrolled(annotate_kernels(str(emitter.llvm_module), emitter.comments))
+        ir_text = resolve_loop_hints(annotate_kernels(str(emitter.llvm_module), emitter.comments))
         self.timings["ir_emission"] = time.perf_counter() - start
         start = time.perf_counter()
         jit = CpuJit(ir_text, self.options.llvm_opt_level, self.options.keep_assembly)

@@ -31,7 +31,7 @@ from llvmlite import ir
 
 from xla_teach.backends.cpu.jit import CpuJit
 from xla_teach.backends.cpu.kernel_builder import declare_dynamic_denormal_mode
-from xla_teach.backends.llvm.loops import mark_loops_not_unrolled
+from xla_teach.backends.llvm.loops import resolve_loop_hints
 
 
 @dataclass
@@ -71,7 +71,7 @@ def compiled(name: str, signature: ir.FunctionType, build: Callable[[ir.Function
         fn.attributes.add("nounwind")
         build(fn)
         declare_dynamic_denormal_mode(library)
-        jit = CpuJit(mark_loops_not_unrolled(str(library)), keep_assembly=False)
+        jit = CpuJit(resolve_loop_hints(str(library)), keep_assembly=False)
         address = jit.function_address(name)
         llvm.add_symbol(name, address)
         _compiled[name] = LibraryFunction(name, address, time.perf_counter() - start, jit)

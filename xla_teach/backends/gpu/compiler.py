@@ -28,7 +28,7 @@ from xla_teach.backends.gpu.nvptx import DEFAULT_ARCH, compile_to_ptx, normalize
 from xla_teach.backends.gpu.runtime import GpuUnavailableError, device_available, unavailable_reason
 from xla_teach.backends.llvm.ir_emitter_base import HostPlan, SequencePlan
 from xla_teach.backends.llvm.kernel_support import annotate_kernels
-from xla_teach.backends.llvm.loops import mark_loops_not_unrolled
+from xla_teach.backends.llvm.loops import resolve_loop_hints
 from xla_teach.backends.options import CompileOptions
 from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.pass_base import HloPassPipeline
@@ -129,7 +129,7 @@ class GpuCompiler(CompilerBase):
         emitter = GpuIrEmitter(optimized, assignments)
         emitter.allow_tf32 = self.options.gpu_tf32
         plans = emitter.emit_all()
-        ir_text = mark_loops_not_unrolled(annotate_kernels(str(emitter.llvm_module), emitter.comments))
+        ir_text = resolve_loop_hints(annotate_kernels(str(emitter.llvm_module), emitter.comments))
         self.timings["ir_emission"] = time.perf_counter() - start
         start = time.perf_counter()
         arch = target_arch(self.options)

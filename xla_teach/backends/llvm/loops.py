@@ -18,7 +18,7 @@ reduction, not around it -- nor in an elementwise kernel's innermost loop, which
 and would then unroll again for nothing but compile time (:func:`for_each_index` lets it unroll
 only nests of at most ``SMALL_LOOP`` elements). llvmlite cannot build the self-referencing metadata node
 LLVM wants for that (``!llvm.loop !5`` with ``!5 = distinct !{!5, !6}``), so the latch branch
-carries a placeholder, ``!xla_teach.no_unroll``, that :func:`mark_loops_not_unrolled` rewrites in
+carries a placeholder, ``!xla_teach.no_unroll``, that :func:`resolve_loop_hints` rewrites in
 the module's text.
 
 An innermost loop that accumulates can be asked not to be unrolled but to be interleaved
@@ -110,10 +110,10 @@ def _body_size(fn: ir.Function, body: ir.Block, exit_block: ir.Block, latch: ir.
     return sum(len(block.instructions) for block in inside)
 
 
-def mark_loops_not_unrolled(ir_text: str) -> str:
-    """Turn each ``!xla_teach.no_unroll !N`` placeholder into LLVM's own loop metadata,
-    ``!llvm.loop !L`` with ``!L = distinct !{!L, !U}`` and ``!U = !{!"llvm.loop.unroll.disable"}``
-    (a loop ID must name itself first, and every loop needs its own); each
+def resolve_loop_hints(ir_text: str) -> str:
+    """Write the loop hints into the module's text: each ``!xla_teach.no_unroll !N`` placeholder
+    becomes LLVM's own loop metadata, ``!llvm.loop !L`` with ``!L = distinct !{!L, !U}`` and
+    ``!U = !{!"llvm.loop.unroll.disable"}`` (a loop ID must name itself first, and every loop needs its own); each
     ``!xla_teach.no_vectorize !N`` the same with ``!V = !{!"llvm.loop.vectorize.enable", i1 false}``
     added, each ``!xla_teach.interleaved !N`` with ``!I = !{!"llvm.loop.interleave.count", i32 4}``."""
     if not any(name in ir_text for name in (NO_UNROLL, NO_VECTORIZE, INTERLEAVED)):

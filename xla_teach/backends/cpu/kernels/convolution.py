@@ -147,8 +147,9 @@ def im2col_unsupported(conv: HloInstruction) -> str | None:
     if etype not in (PrimitiveType.F32, PrimitiveType.F64) or any(o.shape.element_type is not etype
                                                                    for o in conv.operands):
         return "not an f32/f64 product"
-    if patch_row_bytes(conv) > MAX_BLOCK_BYTES:
-        return f"a patch row ({patch_row_bytes(conv)} bytes) larger than a block ({MAX_BLOCK_BYTES} bytes)"
+    row_bytes = patch_row_bytes(conv)
+    if row_bytes > MAX_BLOCK_BYTES:
+        return f"a patch row ({row_bytes} bytes) larger than a block ({MAX_BLOCK_BYTES} bytes)"
     if find_blas() is None:
         return "no BLAS library (the scipy-openblas64 package)"
     return None
