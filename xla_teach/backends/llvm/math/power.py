@@ -142,9 +142,26 @@ def _pow_f64(d: FloatOps, x: ir.Value, y: ir.Value) -> ir.Value:
 
 
 def emit_pow(builder: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    """``x^y`` with C99 semantics (see the module docstring); f32 is computed in double."""
+    """``x^y`` with C99 semantics (see the module docstring); f32 is computed in double, its
+    operands widened exactly even while the run flushes denormals (:func:`_widen_exactly`)."""
     m = FloatOps(builder, x)
     if m.fmt.name == "f64":
         return _pow_f64(m, x, y)
     d = FloatOps(builder, F64_FORMAT)
-    return builder.fptrunc(_pow_f64(d, builder.fpext(x, d.ty), builder.fpext(y, d.ty)), m.ty)
+    return builder.fptrunc(_pow_f64(d, _widen_exactly(builder, x), _widen_exactly(builder, y)), m.ty)
+
+
+def _widen_exactly(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """An f32 as a double, denormals included. XLA decides pow's special cases on the operands'
+    bits (``pow(-1, 1e-39)`` is NaN: a negative base, an exponent that is not an integer), but
+    ``fpext`` reads a denormal as zero while the run flushes denormals (DAZ), which would make it
+    ``pow(-1, 0) = 1``. So a denormal's value is rebuilt from its bits with integer operations,
+    which DAZ does not touch: mantissa x 2^-149 is exact, and normal, in double."""
+    i32, f64 = ir.IntType(32), ir.DoubleType()
+    bits = b.bitcast(x, i32)
+    magnitude = b.and_(bits, ir.Constant(i32, 0x7FFFFFFF))
+    denormal = b.and_(b.icmp_unsigned("!=", magnitude, ir.Constant(i32, 0)),
+                      b.icmp_unsigned("<", magnitude, ir.Constant(i32, 0x00800000)))
+    value = b.fmul(b.uitofp(magnitude, f64), ir.Constant(f64, 2.0 ** -149))
+    signed = b.select(b.icmp_signed("<", bits, ir.Constant(i32, 0)), b.fneg(value), value)
+    return b.select(denormal, signed, b.fpext(x, f64))
