@@ -60,3 +60,14 @@ def test_convolutions_of_other_sizes_share_one_compiled_function() -> None:
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     names = [fn.name for fn in runtime_library.compiled_functions()]
     assert names.count("xla_teach_conv_im2col_f32_2d") == 1
+
+
+def test_a_dump_holds_the_library_functions_the_module_calls(tmp_path) -> None:  # noqa: ANN001
+    from xla_teach import flags
+
+    with flags.override(xla_dump_to=str(tmp_path)):
+        compile_module(CONV.format(n=1, s=5, c=2, f=3), "cpu")
+    (before,) = tmp_path.glob("module_*.runtime-library.xla_teach_conv_im2col_f32_2d.ir-no-opt.ll")
+    (after,) = tmp_path.glob("module_*.runtime-library.xla_teach_conv_im2col_f32_2d.ir-with-opt.ll")
+    assert 'define void @"xla_teach_conv_im2col_f32_2d"' in before.read_text()
+    assert "scipy_cblas_sgemm64_" in after.read_text()  # the blocks' products

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 
 from xla_teach.backends.compiler_base import CompilerBase
+from xla_teach.backends.cpu import runtime_library
 from xla_teach.backends.cpu.ir_emitter import CpuIrEmitter, HostPlan, KernelPlan, SequencePlan
 from xla_teach.backends.cpu.jit import CpuJit
 from xla_teach.backends.cpu.kernel_builder import declare_dynamic_denormal_mode
@@ -61,7 +62,8 @@ class CpuCompiler(CompilerBase):
         entry = sequence(optimized.entry.name)
         artifacts = CompiledArtifacts(
             optimized_module=optimized, buffer_assignment_text=assignments.to_text(), llvm_ir=ir_text,
-            optimized_llvm_ir=jit.ir_with_opt, make_assembly=lambda: jit.assembly)
+            optimized_llvm_ir=jit.ir_with_opt, make_assembly=lambda: jit.assembly,
+            extra=runtime_library.dump_files(ir_text))
         executable = Executable(optimized, entry, artifacts, backend="cpu")
         executable.keep_alive = jit  # the machine code lives as long as the JIT engine
         executable.flush_denormals = self.options.flush_denormals
