@@ -63,7 +63,7 @@ class CpuCompiler(CompilerBase):
         artifacts = CompiledArtifacts(
             optimized_module=optimized, buffer_assignment_text=assignments.to_text(), llvm_ir=ir_text,
             optimized_llvm_ir=jit.ir_with_opt, make_assembly=lambda: jit.assembly,
-            extra=runtime_library.dump_files(ir_text))
+            extra=runtime_library.dump_files(emitter.llvm_module))
         executable = Executable(optimized, entry, artifacts, backend="cpu")
         executable.keep_alive = jit  # the machine code lives as long as the JIT engine
         executable.flush_denormals = self.options.flush_denormals

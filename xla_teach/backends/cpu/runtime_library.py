@@ -84,18 +84,17 @@ def compiled_functions() -> list[LibraryFunction]:
         return list(_compiled.values())
 
 
-def called_by(llvm_ir: str) -> list[LibraryFunction]:
-    """The library functions a module's LLVM IR declares (and so calls)."""
-    return [f for f in compiled_functions() if f'declare void @"{f.name}"' in llvm_ir
-            or f"declare void @{f.name}(" in llvm_ir]
+def called_by(module: ir.Module) -> list[LibraryFunction]:
+    """The library functions a kernel module declares (and so calls)."""
+    return [f for f in compiled_functions() if f.name in module.globals]
 
 
-def dump_files(llvm_ir: str) -> dict[str, str]:
+def dump_files(module: ir.Module) -> dict[str, str]:
     """``{file suffix: text}`` of the library functions a module calls, before and after LLVM's
     ``-O3``: what ``--xla_dump_to`` writes next to the module's own ``.ir-no-opt.ll``, so that a
     dump shows the code a kernel's call runs."""
     files = {}
-    for f in called_by(llvm_ir):
+    for f in called_by(module):
         files[f"runtime-library.{f.name}.ir-no-opt.ll"] = f.jit.ir_no_opt
         files[f"runtime-library.{f.name}.ir-with-opt.ll"] = f.jit.ir_with_opt
     return files
