@@ -71,3 +71,22 @@ def test_a_dump_holds_the_library_functions_the_module_calls(tmp_path) -> None: 
     (after,) = tmp_path.glob("module_*.runtime-library.xla_teach_conv_im2col_f32_2d.ir-with-opt.ll")
     assert 'define void @"xla_teach_conv_im2col_f32_2d"' in before.read_text()
     assert "scipy_cblas_sgemm64_" in after.read_text()  # the blocks' products
+
+
+def test_a_blas_dot_flushes_its_result_through_the_library_function() -> None:
+    """Each BLAS call is followed by a call to the shared flush loop, not by a loop of its own;
+    the flush still turns OpenBLAS's denormal results into zeros while the run flushes them."""
+    from xla_teach import flags
+
+    text = ("HloModule m\nENTRY e {\n  x = f64[64,64] parameter(0)\n  y = f64[64,64] parameter(1)\n"
+            "  ROOT r = f64[64,64] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n")
+    exe = compile_module(text, "cpu")
+    ir_text = exe.artifacts.llvm_ir
+    assert 'declare void @"xla_teach_flush_denormals_f64"' in ir_text and "ftz.vec" not in ir_text
+    a = np.full((64, 64), 1e-160)
+    b = np.eye(64) * 1e-160  # each result 1e-320: a denormal double
+    (got,) = exe.execute([a, b])
+    assert np.all(got == 0.0)
+    with flags.override(xla_teach_flush_denormals=False):
+        (kept,) = compile_module(text, "cpu").execute([a, b])
+    assert np.all(kept == a @ b) and np.all(kept > 0)

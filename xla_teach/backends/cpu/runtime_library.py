@@ -45,7 +45,7 @@ class LibraryFunction:
 
 
 _compiled: dict[str, LibraryFunction] = {}
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entered: a library function may call another
 
 
 def library_function(module: ir.Module, name: str, signature: ir.FunctionType,

@@ -25,6 +25,15 @@ F32, F64 = ir.FloatType(), ir.DoubleType()
 PTR = ir.PointerType()
 
 
+class SplatConstant(ir.Constant):
+    """A vector constant with the same value in every lane, written as LLVM's ``splat (float 0.5)``
+    rather than llvmlite's list of eight, which is longer to print and for LLVM to parse."""
+
+    def _get_reference(self) -> str:
+        first = self.constant[0]
+        return f"splat ({first.type} {first.get_reference()})"
+
+
 def storage_type(ptype: PrimitiveType) -> ir.Type:
     if ptype is PrimitiveType.PRED:
         return I8

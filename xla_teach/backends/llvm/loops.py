@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 from xla_teach.backends.llvm.ir_array import IrIndex, i64
-from xla_teach.backends.llvm.ir_types import I64
+from xla_teach.backends.llvm.ir_types import I64, SplatConstant
 from xla_teach.hlo.shape import Shape
 
 NO_UNROLL = "xla_teach.no_unroll"
@@ -150,13 +150,18 @@ def vector_loop(b: ir.IRBuilder, count: ir.Value, element: ir.Type, name: str,
     for ``i = 0, lanes, 2 * lanes, ...`` while a whole vector fits, then ``body(i, 1)`` for each
     element left over. The body emits vector code itself (:func:`load_lanes`), so neither loop is
     given to LLVM's vectorizer -- what it would have made of a scalar loop, for far less
-    compile time."""
+    compile time. A ``count`` known now gets no loop that would run no times."""
     lanes = max(1, VECTOR_BYTES // element_bytes(element))
-    whole = b.mul(b.udiv(count, i64(lanes)), i64(lanes))
-    with for_range(b, whole, f"{name}.vec", step=i64(lanes), vectorize=False) as i:
-        body(i, lanes)
-    with for_range(b, count, f"{name}.rest", start=whole, vectorize=False) as i:
-        body(i, 1)
+    if isinstance(count, ir.Constant):
+        whole: ir.Value = i64(count.constant // lanes * lanes)
+    else:
+        whole = b.mul(b.udiv(count, i64(lanes)), i64(lanes))
+    if not isinstance(whole, ir.Constant) or whole.constant > 0:
+        with for_range(b, whole, f"{name}.vec", step=i64(lanes), vectorize=False) as i:
+            body(i, lanes)
+    if not isinstance(count, ir.Constant) or count.constant > whole.constant:
+        with for_range(b, count, f"{name}.rest", start=whole, vectorize=False) as i:
+            body(i, 1)
 
 
 def load_lanes(b: ir.IRBuilder, base: ir.Value, i: ir.Value, element: ir.Type, lanes: int) -> ir.Value:
@@ -181,7 +186,7 @@ def splat(value: ir.Constant | ir.Value, lanes: int, b: ir.IRBuilder | None = No
     if lanes == 1:
         return value
     if isinstance(value, ir.Constant):
-        return ir.Constant(ir.VectorType(value.type, lanes), [value.constant] * lanes)
+        return SplatConstant(ir.VectorType(value.type, lanes), [value.constant] * lanes)
     assert b is not None, "splatting a run-time value needs the builder"
     vector = b.insert_element(ir.Constant(ir.VectorType(value.type, lanes), None), value, i64(0))
     return b.shuffle_vector(vector, ir.Constant(ir.VectorType(value.type, lanes), None),

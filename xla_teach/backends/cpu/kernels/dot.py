@@ -23,6 +23,7 @@ from llvmlite import ir
 from xla_teach.backends.cpu.blas import CBLAS_NO_TRANS, CBLAS_ROW_MAJOR, CBLAS_TRANS, find_blas
 from xla_teach.backends.cpu.kernels.loop import emit_loop_kernel
 from xla_teach.backends.cpu.kernels.partitions import choose_gemm_partitions, choose_partitions
+from xla_teach.backends.cpu.runtime_library import library_function
 from xla_teach.backends.llvm import elemental_ops as ops
 from xla_teach.backends.llvm.elemental_emitter import ElementalEmitter
 from xla_teach.backends.llvm.elemental_windows import dot_index_maps
@@ -157,16 +158,33 @@ def call_gemm(b: ir.IRBuilder, is_double: bool, m: ir.Value, n: ir.Value, k: ir.
 
 
 def flush_denormals(b: ir.IRBuilder, base: ir.Value, count: ir.Value, fty: ir.Type) -> None:
-    """Multiply ``count`` floats at ``base`` by 1.0 on the calling thread.
+    """Multiply ``count`` floats at ``base`` by 1.0 on the calling thread: a call to the runtime
+    library's ``xla_teach_flush_denormals_f32`` (or ``_f64``), compiled once per process.
 
     OpenBLAS computes part of a large product on threads of its own, created when it was
     loaded, whose control register does not flush denormals. A multiply by 1.0 gives each
     result the caller's mode: a denormal becomes ``±0`` while the run flushes denormals (as XLA's
-    CPU runtime does) and stays as it is otherwise. LLVM would delete ``x * 1.0``, so the 1.0
-    comes through an empty inline ``asm`` that LLVM cannot see through (the multiply stays, and
-    vectorizes). ``llvm.canonicalize`` means the same, but this LLVM cannot select it for
-    every vector width. The loop is written with vectors already (:func:`vector_loop`).
+    CPU runtime does) and stays as it is otherwise. The loop is the same after every BLAS call,
+    so it is a library function (``backends/cpu/runtime_library.py``) rather than code that LLVM
+    optimizes again in every kernel (two of attention's 24 ms of LLVM time).
     """
+    suffix = "f64" if fty == F64 else "f32"
+    fn = library_function(b.module, f"xla_teach_flush_denormals_{suffix}", FLUSH_SIGNATURE,
+                          lambda f: _build_flush_denormals(f, fty))
+    b.call(fn, [base, count])
+
+
+FLUSH_SIGNATURE = ir.FunctionType(ir.VoidType(), [PTR, I64])
+
+
+def _build_flush_denormals(fn: ir.Function, fty: ir.Type) -> None:
+    """``void f(float *base, i64 count)``: ``base[i] *= 1.0`` for every ``i < count``. LLVM would
+    delete ``x * 1.0``, so the 1.0 comes through an empty inline ``asm`` that LLVM cannot see
+    through (the multiply stays, and vectorizes). ``llvm.canonicalize`` means the same, but this
+    LLVM cannot select it for every vector width. The loop is written with vectors already
+    (:func:`vector_loop`)."""
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    base, count = fn.args
     ity = ir.IntType(64 if fty == F64 else 32)
     opaque = ir.InlineAsm(ir.FunctionType(ity, [ity]), "", "=r,0", side_effect=False)
     one_bits = 0x3FF0000000000000 if fty == F64 else 0x3F800000
@@ -178,6 +196,7 @@ def flush_denormals(b: ir.IRBuilder, base: ir.Value, count: ir.Value, fty: ir.Ty
         store_lanes(b, b.fmul(x, ones if lanes > 1 else one), base, i, fty)
 
     vector_loop(b, count, fty, "ftz", scale)
+    b.ret_void()
 
 
 def _zero_fill(ctx: KernelContext, out: IrArray) -> None:
