@@ -16,6 +16,9 @@ import re
 
 NAME_RE = re.compile(r"%?[a-zA-Z_][a-zA-Z0-9_.\-]*")
 INT_RE = re.compile(r"-?[0-9]+")
+# Whitespace, /* block */ and // line comments, any number of each.
+_SPACE_RE = re.compile(r"(?:[ \t\r\n]+|/\*.*?\*/|//[^\n]*)*", re.DOTALL)
+_SPACE_START = frozenset(" \t\r\n/")
 NUMBER_RE = re.compile(r"-?(?:[0-9]+\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?)")
 
 
@@ -58,21 +61,14 @@ class Cursor:
 
     # ---- whitespace and comments -----------------------------------------------------
     def skip_space(self) -> None:
-        text, n = self.text, len(self.text)
-        while self.pos < n:
-            ch = text[self.pos]
-            if ch in " \t\r\n":
-                self.pos += 1
-            elif text.startswith("/*", self.pos):
-                end = text.find("*/", self.pos + 2)
-                if end == -1:
-                    raise self.error("unterminated /* comment")
-                self.pos = end + 2
-            elif text.startswith("//", self.pos):
-                end = text.find("\n", self.pos)
-                self.pos = n if end == -1 else end + 1
-            else:
-                break
+        # Called before every token (and again by each peek), so the common case -- already at a
+        # token -- returns after one character test; otherwise one regex skips the whole run.
+        text, pos = self.text, self.pos
+        if pos >= len(text) or text[pos] not in _SPACE_START:
+            return
+        self.pos = pos = _SPACE_RE.match(text, pos).end()
+        if text.startswith("/*", pos):
+            raise self.error("unterminated /* comment")
 
     def at_end(self) -> bool:
         self.skip_space()

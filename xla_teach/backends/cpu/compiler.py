@@ -49,7 +49,7 @@ class CpuCompiler(CompilerBase):
         ir_text = resolve_loop_hints(annotate_kernels(str(emitter.llvm_module), emitter.comments))
         self.timings["ir_emission"] = time.perf_counter() - start
         start = time.perf_counter()
-        jit = CpuJit(ir_text, self.options.llvm_opt_level, self.options.keep_assembly)
+        jit = CpuJit(ir_text, self.options.llvm_opt_level, self.options.keep_assembly, emitter.vector_code_only)
         self.timings["llvm"] = time.perf_counter() - start
         sequences: dict[str, SequenceExecutable] = {}
 

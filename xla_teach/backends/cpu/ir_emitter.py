@@ -54,6 +54,10 @@ class KernelPlan:
 
 
 class CpuIrEmitter(IrEmitterBase):
+    # Whether every kernel emitted so far is vector code already (or only calls): then the module
+    # needs no loop vectorizer, and LLVM runs its short pipeline (kernel_support.optimize_module).
+    vector_code_only = True
+
     def emit_rng_state_reset(self) -> KernelPlan:
         name = self.unique_symbol("rng_state_reset")
         kb = KernelBuilder(self.llvm_module, name, [], [])
@@ -77,6 +81,7 @@ class CpuIrEmitter(IrEmitterBase):
         ctx = KernelContext(kb, instr, kb.arrays[: len(operand_shapes)], kb.arrays[len(operand_shapes):])
         emit = self._choose(instr, assignment)
         outer, partitions = emit(ctx)
+        self.vector_code_only = self.vector_code_only and ctx.vector_code
         kb.finish()
         self.comments[name] = hlo_comment(instr)
         nbytes = sum(s.size for s in slices)

@@ -47,7 +47,10 @@ def host_target_machine(opt_level: int = 3) -> llvm.TargetMachine:
 class CpuJit:
     """A JIT-compiled LLVM module whose functions can be called through ctypes."""
 
-    def __init__(self, ir_text: str, opt_level: int = 3, keep_assembly: bool = True) -> None:
+    def __init__(self, ir_text: str, opt_level: int = 3, keep_assembly: bool = True,
+                 vector_code: bool = False) -> None:
+        """``vector_code``: the module's kernels are vector code already (LLVM's short pipeline,
+        see :func:`~xla_teach.backends.llvm.kernel_support.optimize_module`)."""
         initialize_llvm()
         self.ir_no_opt = ir_text
         self.opt_level = opt_level
@@ -59,7 +62,7 @@ class CpuJit:
             module.triple = tm.triple
             module.data_layout = str(tm.target_data)
             module.verify()
-            optimize_module(module, tm, opt_level)
+            optimize_module(module, tm, opt_level, vector_code)
             self.ir_with_opt = str(module)
             self.engine = llvm.create_mcjit_compiler(module, tm)
             self.engine.finalize_object()

@@ -21,7 +21,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from xla_teach.backends.llvm import math as xmath
-from xla_teach.backends.llvm.ir_types import I1, compute_type, round_to_type
+from xla_teach.backends.llvm.ir_types import I1, compute_type, constant_like, round_to_type
+from xla_teach.backends.llvm.math.common import declare_intrinsic
 from xla_teach.hlo.types import PrimitiveType
 
 P = PrimitiveType
@@ -30,12 +31,12 @@ P = PrimitiveType
 def _intrinsic(b: ir.IRBuilder, name: str, args: list[ir.Value], n_types: int = 1) -> ir.Value:
     ty = args[0].type
     fnty = ir.FunctionType(ty, [a.type for a in args])
-    fn = b.module.declare_intrinsic(name, [ty] * n_types, fnty=fnty)
+    fn = declare_intrinsic(b.module, name, [ty] * n_types, fnty)
     return b.call(fn, args)
 
 
 def _const_like(v: ir.Value, value: float | int) -> ir.Constant:
-    return ir.Constant(v.type, value)
+    return constant_like(v.type, value)
 
 
 def _int_min(width: int) -> int:

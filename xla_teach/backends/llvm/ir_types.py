@@ -34,6 +34,13 @@ class SplatConstant(ir.Constant):
         return f"splat ({first.type} {first.get_reference()})"
 
 
+def constant_like(ty: ir.Type, value: float | int) -> ir.Constant:
+    """``value`` as a constant of type ``ty``: in every lane when ``ty`` is a vector."""
+    if isinstance(ty, ir.VectorType):
+        return SplatConstant(ty, [ir.Constant(ty.element, value).constant] * ty.count)
+    return ir.Constant(ty, value)
+
+
 def storage_type(ptype: PrimitiveType) -> ir.Type:
     if ptype is PrimitiveType.PRED:
         return I8

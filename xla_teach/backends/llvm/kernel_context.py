@@ -46,6 +46,9 @@ class KernelContext:
     instr: HloInstruction
     operand_arrays: list[IrArray]  # in the order of `instr.operands`
     output_arrays: list[IrArray]  # the leaves of `instr.shape`
+    # Set by an emitter whose kernel is vector code already, or has no loop worth vectorizing
+    # (a BLAS call): a module of only such kernels needs no LLVM loop vectorizer (kernel_support.py).
+    vector_code: bool = field(default=False, init=False)
     _emitter: ElementalEmitter | None = field(default=None, init=False)
 
     @property

@@ -67,8 +67,23 @@ def annotate_kernels(ir_text: str, comments: dict[str, str]) -> str:
     return "\n".join(out) + "\n"
 
 
-def optimize_module(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int) -> None:
-    """LLVM's standard -O<level> pipeline (with the loop and SLP vectorizers)."""
+# The passes run on a module of vector code (llvmlite's names): inline each kernel's wrapped body,
+# make stack slots (accumulators, loop state) registers, then simplify, with instcombine again
+# after the loops are rotated into their do-while form.
+SHORT_PIPELINE = ("always_inliner", "sroa", "instruction_combine", "simplify_cfg", "loop_rotate",
+                  "instruction_combine", "simplify_cfg", "dead_code_elimination")
+
+
+def optimize_module(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int,
+                    vector_code: bool = False) -> None:
+    """LLVM's standard -O<level> pipeline (with the loop and SLP vectorizers) -- or, for a module
+    whose kernels are ``vector_code`` already (a row kernel's explicit ``<8 x float>`` loops, BLAS
+    calls), a short one: :data:`SHORT_PIPELINE`.
+
+    Most of ``-O3``'s time on a kernel goes to finding vector code for its loops (the loop
+    vectorizer tries every width and interleave count) and to the loop passes around it; code that
+    is vector code already needs only its stack slots made registers, inlining, and clean-up:
+    a third of the time, for the same machine code in its hot loops."""
     if opt_level <= 0:
         return
     pto = llvm.create_pipeline_tuning_options(speed_level=min(opt_level, 3))
@@ -77,7 +92,12 @@ def optimize_module(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: i
     pto.loop_interleaving = True
     pto.loop_unrolling = True
     pb = llvm.create_pass_builder(tm, pto)
-    pm = pb.getModulePassManager()
+    if vector_code:
+        pm = llvm.create_new_module_pass_manager()
+        for add in SHORT_PIPELINE:
+            getattr(pm, f"add_{add}_pass")()
+    else:
+        pm = pb.getModulePassManager()
     try:
         pm.run(module, pb)
     finally:  # freed now: left to the garbage collector, ~70 KiB per compile stayed allocated

@@ -126,8 +126,9 @@ def emit_attention_kernel(ctx: KernelContext) -> tuple[int, int]:
         # the softmax of the tile's m rows, in place (it reads nothing row-dependent but the scores)
         tile_rows = IrArray(tile, softmax.shape, "scores_tile")
         scalars = [ctx.operand_arrays[op.parameter_number] for op in softmax.operands[1:]]
-        emit_row_fusion_kernel(KernelContext(LoopRange(b, b.module, i64(0), m), softmax, [tile_rows, *scalars],
-                                             [tile_rows]))
+        rows_ctx = KernelContext(LoopRange(b, b.module, i64(0), m), softmax, [tile_rows, *scalars], [tile_rows])
+        emit_row_fusion_kernel(rows_ctx)
+        ctx.vector_code = rows_ctx.vector_code  # the rest is calls
         # out[block] = tile @ v
         v_batch = at(v, b.mul(batch, i64(g.keys * g.values)))
         out_block = at(out, b.mul(first, i64(g.values)))

@@ -205,6 +205,7 @@ def emit_im2col_gemm_kernel(ctx: KernelContext) -> tuple[int, int]:
     sizes = constant_global_array(b.module, f"{b.function.name}.geometry", I64, words)
     x, w = (a.base for a in ctx.operand_arrays)
     b.call(fn, [x, w, ctx.output_arrays[0].base, ctx.kb.begin, ctx.kb.end, b.bitcast(sizes, PTR)])
+    ctx.vector_code = True  # a call: nothing for LLVM to vectorize
     blocks = -(-g.rows // g.block_rows)
     return blocks, choose_gemm_partitions(blocks, g.rows * g.depth * g.out_features)
 

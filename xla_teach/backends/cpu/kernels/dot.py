@@ -76,6 +76,7 @@ def emit_dot_kernel(ctx: KernelContext) -> tuple[int, int]:
     out = ctx.output_arrays[0]
     epilogue = _epilogue_emitter(ctx, dot, out) if ctx.hero() is not dot else None
     if strategy == "blas":
+        ctx.vector_code = epilogue is None  # calls only, or an epilogue loop for LLVM to vectorize
         return _emit_blas(ctx, dot, out, epilogue)
     return _emit_ikj(ctx, dot, ctx.emitter(), out, epilogue)
 

@@ -11,23 +11,50 @@ A value that a reduction reads and the rest of the row reads again -- softmax's
 ``e = exp(x - max)``, summed and then divided -- is computed once: while its reduction walks
 the row, each element is also stored into a small per-row scratch array on the stack (the
 *row cache*), and later uses load it from there instead of computing ``exp`` a second time.
+
+**Vector code.** When the row is the minor-most dimension and everything computed along it has
+a vector emitter (:mod:`~xla_teach.backends.llvm.vector_emitter`), each loop over the row is
+written with vectors directly, as XLA's CPU reduction emitter does: vectors of partial results
+per reduction (``<8 x float>`` with AVX; four of them when the reduced value is cheap, so that
+four maxima are in flight at once), joined across the lanes after the row; the elements left
+over (a row length not a multiple of the lanes) in scalar code::
+
+    v0..v3 = splat(identity)                      # -inf for max, -0 for add, ...
+    for j in 0, 32, 64, ...:  v0 = max(v0, x[r, j:j+8]); ...; v3 = max(v3, x[r, j+24:j+32])
+    acc = init; for each lane of max(v0, v1, v2, v3): acc = max(acc, lane)
+    for j in the rest:        acc = max(acc, x[r, j])
+
+LLVM's loop vectorizer would make much the same code from scalar loops, but finding it is most of
+LLVM's work on the kernel; a kernel written this way is compiled with a short pipeline instead
+(``KernelContext.vector_code``, ``backends/llvm/kernel_support.py``). Reassociating the
+reduction this way is what XLA allows (and what the vectorizer does too).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from llvmlite import ir
 
 from xla_teach.backends.cpu.kernels.partitions import choose_partitions
+from xla_teach.backends.llvm import elemental_ops as ops
 from xla_teach.backends.llvm.elemental_windows import loop_nest
-from xla_teach.backends.llvm.ir_array import IrIndex
+from xla_teach.backends.llvm.ir_array import IrIndex, i64
+from xla_teach.backends.llvm.ir_types import compute_type, constant_like
 from xla_teach.backends.llvm.kernel_context import KernelContext
-from xla_teach.backends.llvm.loops import for_each_index, stack_slot
+from xla_teach.backends.llvm.loops import VECTOR_BYTES, element_bytes, for_each_index, splat, stack_slot, vector_loop
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
-from xla_teach.hlo.ir import HloInstruction
+from xla_teach.backends.llvm.vector_emitter import VECTOR_UNARY, VectorEmitter, lane_dimension, vector_problem
+from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.types import PrimitiveType
 
 ROW_CACHE_MAX_BYTES = 64 * 1024  # per cached value and thread: small enough for the stack and L2
 _CHEAP_OPCODES = frozenset({"parameter", "constant", "broadcast", "iota", "reshape", "bitcast", "copy"})
+# A reducer that is one of these ops of its two parameters has an identity to start each lane from.
+_IDENTITY = {"add": -0.0, "multiply": 1.0, "maximum": float("-inf"), "minimum": float("inf")}
+INTERLEAVED_WAYS = 4  # vectors of partial results for a reduction of a cheap value
+_MATH_FUNCTIONS = VECTOR_UNARY - {"abs", "negate", "floor", "ceil", "round-nearest-afz", "round-nearest-even", "sign"}
 
 
 def cached_row_values(reduces: list[HloInstruction], row_elements: int) -> list[HloInstruction]:
@@ -43,6 +70,51 @@ def cached_row_values(reduces: list[HloInstruction], row_elements: int) -> list[
             continue
         chosen.append(value)
     return chosen
+
+
+def reducer_opcode(reducer: HloComputation) -> str | None:
+    """``add`` / ``multiply`` / ``maximum`` / ``minimum`` when ``reducer`` is just that op of its
+    two parameters (in either order), else None."""
+    root = reducer.root
+    params = reducer.parameter_instructions
+    if root.opcode not in _IDENTITY or len(params) != 2 or {id(op) for op in root.operands} != {id(p) for p in params}:
+        return None
+    return root.opcode
+
+
+def vector_lanes(fused: HloComputation, reduces: list[HloInstruction], row: list[int]) -> int:
+    """How many lanes the row loops can be written with (0: scalar loops, for LLVM's vectorizer):
+    the row must be the root's one minor-most dimension and at least a vector long, every
+    reduction a plain add / multiply / max / min of a float, and everything along the row
+    vectorizable."""
+    root = fused.root
+    if len(row) != 1 or root.shape.element_type not in (PrimitiveType.F32, PrimitiveType.F64):
+        return 0
+    lanes = VECTOR_BYTES // element_bytes(compute_type(root.shape.element_type))
+    if row[0] != lane_dimension(root) or root.shape.dimensions[row[0]] < lanes:
+        return 0
+    for r in reduces:
+        value = r.operand(0)
+        if (r.shape.is_tuple or reducer_opcode(r.to_apply) is None or value.shape.dimensions != root.shape.dimensions
+                or lane_dimension(value) != row[0] or vector_problem(value) is not None):
+            return 0
+    return lanes if vector_problem(root) is None else 0
+
+
+def is_cheap(value: HloInstruction) -> bool:
+    """No math function on the way to ``value`` (within its row fusion, short of a reduction):
+    a loop reducing it is a chain of short dependent steps, worth several accumulators."""
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        instr = stack.pop()
+        if instr.unique_id in seen or instr.opcode == "reduce":
+            continue
+        seen.add(instr.unique_id)
+        if instr.opcode in _MATH_FUNCTIONS:
+            return False
+        stack.extend(instr.operands)
+    return True
 
 
 def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
@@ -65,6 +137,12 @@ def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
     cached = cached_row_values(reduces, row_elements)
     scratch: dict[int, ir.AllocaInstr] = {}
     filled: set[int] = set()  # cached values whose row is in scratch (later uses load it)
+    lanes = vector_lanes(fused, reduces, row)
+    vem: VectorEmitter | None = None
+    if lanes:
+        arrays = {p.parameter_number: ctx.operand_arrays[p.parameter_number] for p in fused.parameter_instructions}
+        vem = VectorEmitter(b, em, arrays, lanes, reassociate=True)
+    ctx.vector_code = vem is not None  # else scalar loops, for LLVM's loop vectorizer
 
     def row_offset(row_values: list[ir.Value]) -> ir.Value:
         """The position of one element within its row (row-major over the row dimensions)."""
@@ -73,10 +151,9 @@ def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
             offset = b.add(b.mul(offset, ir.Constant(ir.IntType(64), size)), v)
         return offset
 
-    def scratch_slot(value: HloInstruction, element: ir.Value, row_values: list[ir.Value]) -> ir.Value:
+    def scratch_slot(value: HloInstruction, element: ir.Type, row_values: list[ir.Value]) -> ir.Value:
         if value.unique_id not in scratch:
-            array = ir.ArrayType(element.type, row_elements)
-            scratch[value.unique_id] = stack_slot(b, array, f"row_cache.{value.name}")
+            scratch[value.unique_id] = stack_slot(b, ir.ArrayType(element, row_elements), f"row_cache.{value.name}")
         zero = ir.Constant(ir.IntType(64), 0)
         return b.gep(scratch[value.unique_id], [zero, row_offset(row_values)], inbounds=True)
 
@@ -88,38 +165,89 @@ def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
             dims[d] = v
         return IrIndex(tuple(dims), shape)
 
-    def per_row(kept_index: IrIndex) -> None:
-        for r in reduces:
-            init = em.value_at(r.operand(1), IrIndex.scalar(r.operand(1).shape))
-            slot = stack_slot(b, init.type, f"acc.{r.name}")
-            b.store(init, slot)
+    def row_loop(name: str, body: Callable[[list[ir.Value], int, int], None], accumulates: bool = False,
+                 ways: int = 1) -> None:
+        """``body(row_values, lanes, way)`` over the row: vector code when the kernel has it
+        (``lanes`` > 1 for whole vectors, ``ways`` of them a step; 1 for the rest), else scalar
+        loops (``lanes`` 1) for LLVM to vectorize."""
+        if vem is None:
+            loop_nest(b, row_sizes, name, lambda values: body(values, 1, 0), unroll=False, accumulates=accumulates)
+        else:
+            vector_loop(b, i64(row_sizes[0]), compute_type(shape.element_type), name, lambda j, n: body([j], n, 0),
+                        ways=ways, way_body=lambda j, n, way: body([j], n, way))
 
-            def accumulate(values: list[ir.Value], r=r, slot=slot) -> None:  # type: ignore[no-untyped-def]
-                value = em.value_at(r.operand(0), full_index(kept_index, values))
-                if r.operand(0) in cached and r.operand(0).unique_id not in filled:
-                    b.store(value, scratch_slot(r.operand(0), value, values))
-                new = emit_scalar_computation(b, r.to_apply, [b.load(slot), value], reassociate=True)
-                b.store(new[0], slot)
+    def reduce_row(r: HloInstruction, kept_index: IrIndex) -> None:
+        """Reduce one row into a scalar slot; afterwards ``r`` reads that slot."""
+        init = em.value_at(r.operand(1), IrIndex.scalar(r.operand(1).shape))
+        slot = stack_slot(b, init.type, f"acc.{r.name}")
+        b.store(init, slot)
+        opcode = reducer_opcode(r.to_apply)
+        partials: list[ir.AllocaInstr] = []  # vectors of partial results, one per way
+        if vem is not None and opcode is not None:
+            for way in range(INTERLEAVED_WAYS if is_cheap(r.operand(0)) else 1):
+                partials.append(stack_slot(b, ir.VectorType(init.type, lanes), f"lanes{way}.{r.name}"))
+                b.store(splat(constant_like(init.type, _IDENTITY[opcode]), lanes), partials[-1])
+        value_instr = r.operand(0)
+        keep = value_instr in cached and value_instr.unique_id not in filled
+        if vem is not None:
+            vem.hoist(value_instr, full_index(kept_index, [i64(0)]))
 
-            loop_nest(b, row_sizes, f"{r.name}.row", accumulate, unroll=False, accumulates=True)
-            em.set_generator(r, lambda index, slot=slot: b.load(slot))
-            if r.operand(0) in cached and r.operand(0).unique_id not in filled:
-                cache = r.operand(0)
-                filled.add(cache.unique_id)
-
-                def from_cache(index: IrIndex, cache=cache) -> ir.Value:  # type: ignore[no-untyped-def]
-                    row_values = [index.dims[d] for d in row_order]
-                    zero = ir.Constant(ir.IntType(64), 0)
-                    pointer = b.gep(scratch[cache.unique_id], [zero, row_offset(row_values)], inbounds=True)
-                    return b.load(pointer)
-
-                em.set_generator(cache, from_cache)
-
-        def write(values: list[ir.Value]) -> None:
+        def accumulate(values: list[ir.Value], n: int, way: int) -> None:
             index = full_index(kept_index, values)
-            out.store(b, em.value_at(root, index), IrIndex(index.dims, out.shape))
+            if n == 1:
+                value = em.value_at(value_instr, index)
+                if keep:
+                    b.store(value, scratch_slot(value_instr, value.type, values))
+                b.store(emit_scalar_computation(b, r.to_apply, [b.load(slot), value], reassociate=True)[0], slot)
+                return
+            assert vem is not None and opcode is not None
+            value = vem.value_at(value_instr, index)
+            if keep:
+                vem.store(value, scratch_slot(value_instr, value.type.element, values))
+            vector = partials[way]
+            b.store(ops.emit_binary(b, opcode, b.load(vector), value, r.shape.element_type, reassociate=True), vector)
 
-        loop_nest(b, row_sizes, "out.row", write, unroll=False)
+        row_loop(f"{r.name}.row", accumulate, accumulates=True, ways=len(partials))
+        if partials:  # the ways' and then the lanes' partial results join the scalar one
+            assert opcode is not None
+            partial = b.load(partials[0])
+            for vector in partials[1:]:
+                partial = ops.emit_binary(b, opcode, partial, b.load(vector), r.shape.element_type, reassociate=True)
+            total = b.load(slot)
+            for lane in range(lanes):
+                element = b.extract_element(partial, ir.Constant(ir.IntType(32), lane))
+                total = ops.emit_binary(b, opcode, total, element, r.shape.element_type, reassociate=True)
+            b.store(total, slot)
+        em.set_generator(r, lambda index: b.load(slot))
+        if keep:
+            filled.add(value_instr.unique_id)
+            em.set_generator(value_instr, lambda index: b.load(
+                scratch_slot(value_instr, value_instr_type(), [index.dims[d] for d in row_order])))
+            if vem is not None:
+                vem.set_generator(value_instr, lambda index: vem.load(
+                    scratch_slot(value_instr, value_instr_type(), [index.dims[d] for d in row_order]),
+                    value_instr_type()))
+
+        def value_instr_type() -> ir.Type:
+            return scratch[value_instr.unique_id].type.pointee.element
+
+    def per_row(kept_index: IrIndex) -> None:
+        if vem is not None:
+            vem.forget_uniform()
+        for r in reduces:
+            reduce_row(r, kept_index)
+        if vem is not None:
+            vem.hoist(root, full_index(kept_index, [i64(0)]))
+
+        def write(values: list[ir.Value], n: int, way: int) -> None:
+            index = full_index(kept_index, values)
+            if n == 1:
+                out.store(b, em.value_at(root, index), IrIndex(index.dims, out.shape))
+            else:
+                assert vem is not None
+                vem.store(vem.value_at(root, index), out.address(b, IrIndex(index.dims, out.shape)))
+
+        row_loop("out.row", write)
 
     if not kept:
         per_row(IrIndex.scalar(Shape.scalar(shape.element_type)))

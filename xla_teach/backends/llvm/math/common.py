@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from xla_teach.backends.llvm.ir_types import constant_like
+
 ALLOWED_INTRINSICS = (
     "llvm.fma", "llvm.fabs", "llvm.sqrt", "llvm.floor", "llvm.ceil", "llvm.trunc", "llvm.roundeven",
     "llvm.rint", "llvm.copysign", "llvm.minnum", "llvm.maxnum",
@@ -56,13 +58,37 @@ F64_FORMAT = FloatFormat("f64", ir.DoubleType(), ir.IntType(64), 52, 1023)
 
 
 def format_of(value: ir.Value | ir.Type) -> FloatFormat:
-    """The format of a ``float`` or ``double`` value (or type); anything else is an error."""
+    """The format of a ``float`` or ``double`` value (or type), or of a vector of them; anything
+    else is an error."""
     ty = value if isinstance(value, ir.Type) else value.type
+    if isinstance(ty, ir.VectorType):
+        ty = ty.element
     if isinstance(ty, ir.FloatType):
         return F32_FORMAT
     if isinstance(ty, ir.DoubleType):
         return F64_FORMAT
-    raise TypeError(f"math emitters take float or double scalars, got {ty}")
+    raise TypeError(f"math emitters take float or double scalars or vectors, got {ty}")
+
+
+def lanes_of(ty: ir.Type) -> int:
+    """How many values a value of type ``ty`` holds: its lanes for a vector, else 1."""
+    return ty.count if isinstance(ty, ir.VectorType) else 1
+
+
+def declare_intrinsic(module: ir.Module, name: str, types: Sequence[ir.Type], fnty: ir.FunctionType) -> ir.Function:
+    """``module.declare_intrinsic`` that also takes vector types (``llvm.fma.v8f32``), which
+    llvmlite's does not know how to name."""
+    if not any(isinstance(t, ir.VectorType) for t in types):
+        return module.declare_intrinsic(name, list(types), fnty)
+
+    def suffix(t: ir.Type) -> str:
+        if isinstance(t, ir.VectorType):
+            return f"v{t.count}{t.element.intrinsic_name}"
+        return t.intrinsic_name
+
+    full = ".".join([name, *(suffix(t) for t in types)])
+    existing = module.globals.get(full)
+    return existing if isinstance(existing, ir.Function) else ir.Function(module, fnty, full)
 
 
 class FloatOps:
@@ -74,15 +100,17 @@ class FloatOps:
     def __init__(self, builder: ir.IRBuilder, fmt: FloatFormat | ir.Value | ir.Type) -> None:
         self.b = builder
         self.fmt = fmt if isinstance(fmt, FloatFormat) else format_of(fmt)
-        self.ty = self.fmt.ftype
-        self.ity = self.fmt.itype
+        # A vector value (a row kernel's ``<8 x float>``) makes every operation a vector one.
+        self.lanes = 1 if isinstance(fmt, FloatFormat) else lanes_of(fmt if isinstance(fmt, ir.Type) else fmt.type)
+        self.ty = self.fmt.ftype if self.lanes == 1 else ir.VectorType(self.fmt.ftype, self.lanes)
+        self.ity = self.fmt.itype if self.lanes == 1 else ir.VectorType(self.fmt.itype, self.lanes)
 
     # -- constants -------------------------------------------------------------------------
     def const(self, value: float) -> ir.Constant:
-        return ir.Constant(self.ty, value)
+        return constant_like(self.ty, value)
 
     def iconst(self, value: int) -> ir.Constant:
-        return ir.Constant(self.ity, value)
+        return constant_like(self.ity, value)
 
     def table(self, per_format: dict) -> object:
         """``per_format[fmt.name]``: pick this format's entry of a coefficient table."""
@@ -108,7 +136,7 @@ class FloatOps:
         """Call one of :data:`ALLOWED_INTRINSICS` on operands of this format."""
         assert name in ALLOWED_INTRINSICS, name
         fnty = ir.FunctionType(self.ty, [self.ty] * _ARITY.get(name, 1))
-        return self.b.call(self.b.module.declare_intrinsic(name, [self.ty], fnty), list(args))
+        return self.b.call(declare_intrinsic(self.b.module, name, [self.ty], fnty), list(args))
 
     def fma(self, a: ir.Value, c: ir.Value, d: ir.Value) -> ir.Value:
         """``a * c + d`` with a single rounding."""
