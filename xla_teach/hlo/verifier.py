@@ -253,32 +253,37 @@ def _computation_structure_problems(comp: HloComputation) -> list[str]:
 
 
 def _instruction_cycle(comp: HloComputation) -> list[str]:
-    """Names along a dataflow/control cycle, or ``[]``. Iterative DFS (graphs can be deep)."""
+    """Names along a dataflow/control cycle, or ``[]``. Iterative DFS (graphs can be deep); each
+    node's predecessors are listed once, when the walk first reaches it."""
     state: dict[int, str] = {}
     for start in comp.instructions:
         if id(start) in state:
             continue
-        stack: list[tuple[HloInstruction, int]] = [(start, 0)]
+        stack: list[tuple[HloInstruction, list[HloInstruction], int]] = [(start, _predecessors(start), 0)]
         path: list[HloInstruction] = [start]
         state[id(start)] = "active"
         while stack:
-            node, next_index = stack[-1]
-            preds = list(node.operands) + list(node.control_predecessors)
+            node, preds, next_index = stack[-1]
             if next_index == len(preds):
                 stack.pop()
                 path.pop()
                 state[id(node)] = "done"
                 continue
-            stack[-1] = (node, next_index + 1)
+            stack[-1] = (node, preds, next_index + 1)
             pred = preds[next_index]
-            if state.get(id(pred)) == "active":
+            seen = state.get(id(pred))
+            if seen == "active":
                 names = [n.name for n in path[path.index(pred):]] if pred in path else [node.name]
                 return names + [pred.name]
-            if id(pred) not in state:
+            if seen is None:
                 state[id(pred)] = "active"
-                stack.append((pred, 0))
+                stack.append((pred, _predecessors(pred), 0))
                 path.append(pred)
     return []
+
+
+def _predecessors(instr: HloInstruction) -> list[HloInstruction]:
+    return [*instr.operands, *instr.control_predecessors]
 
 
 # ---------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ class SplatConstant(ir.Constant):
 def constant_like(ty: ir.Type, value: float | int) -> ir.Constant:
     """``value`` as a constant of type ``ty``: in every lane when ``ty`` is a vector."""
     if isinstance(ty, ir.VectorType):
-        return SplatConstant(ty, [ir.Constant(ty.element, value).constant] * ty.count)
+        return SplatConstant(ty, value)  # llvmlite repeats one element constant
     return ir.Constant(ty, value)
 
 

@@ -209,7 +209,7 @@ def splat(value: ir.Constant | ir.Value, lanes: int, b: ir.IRBuilder | None = No
     if lanes == 1:
         return value
     if isinstance(value, ir.Constant):
-        return SplatConstant(ir.VectorType(value.type, lanes), [value.constant] * lanes)
+        return SplatConstant(ir.VectorType(value.type, lanes), value)
     assert b is not None, "splatting a run-time value needs the builder"
     vector = b.insert_element(ir.Constant(ir.VectorType(value.type, lanes), None), value, i64(0))
     return b.shuffle_vector(vector, ir.Constant(ir.VectorType(value.type, lanes), None),

@@ -21,9 +21,13 @@ over (a row length not a multiple of the lanes) in scalar code::
 
     v0..v3 = splat(identity)                      # -inf for max, -0 for add, ...
     for j in 0, 32, 64, ...:  v0 = max(v0, x[r, j:j+8]); ...; v3 = max(v3, x[r, j+24:j+32])
-    acc = init; for each lane of max(v0, v1, v2, v3): acc = max(acc, lane)
-    for j in the rest:        acc = max(acc, x[r, j])
+    for j in the rest:        acc = max(acc, x[r, j])      # acc starts at init
+    v = max(v0, v1, v2, v3)
+    v = max(v, rotate(v, 4)); v = max(v, rotate(v, 2)); v = max(v, rotate(v, 1))
+    acc = max(acc, v[0])                          # every lane of v holds the row's max
 
+Values the same in every lane -- the row's max in ``exp(x - max)``, a scalar parameter -- are
+splatted once per row, ahead of the loops that read them (:meth:`VectorEmitter.hoist`).
 LLVM's loop vectorizer would make much the same code from scalar loops, but finding it is most of
 LLVM's work on the kernel; a kernel written this way is compiled with a short pipeline instead
 (``KernelContext.vector_code``, ``backends/llvm/kernel_support.py``). Reassociating the
@@ -213,11 +217,16 @@ def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
             partial = b.load(partials[0])
             for vector in partials[1:]:
                 partial = ops.emit_binary(b, opcode, partial, b.load(vector), r.shape.element_type, reassociate=True)
-            total = b.load(slot)
-            for lane in range(lanes):
-                element = b.extract_element(partial, ir.Constant(ir.IntType(32), lane))
-                total = ops.emit_binary(b, opcode, total, element, r.shape.element_type, reassociate=True)
-            b.store(total, slot)
+            # Across the lanes in log2(lanes) steps: combine the vector with itself rotated by
+            # half, a quarter, ... of its lanes; then every lane holds the whole reduction.
+            step = lanes // 2
+            while step:
+                rotation = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [(i + step) % lanes for i in range(lanes)])
+                rotated = b.shuffle_vector(partial, ir.Constant(partial.type, None), rotation)
+                partial = ops.emit_binary(b, opcode, partial, rotated, r.shape.element_type, reassociate=True)
+                step //= 2
+            lane0 = b.extract_element(partial, ir.Constant(ir.IntType(32), 0))
+            b.store(ops.emit_binary(b, opcode, b.load(slot), lane0, r.shape.element_type, reassociate=True), slot)
         em.set_generator(r, lambda index: b.load(slot))
         if keep:
             filled.add(value_instr.unique_id)
