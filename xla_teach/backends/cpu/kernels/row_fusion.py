@@ -43,7 +43,7 @@ from llvmlite import ir
 from xla_teach.backends.cpu.kernels.partitions import choose_partitions
 from xla_teach.backends.llvm import elemental_ops as ops
 from xla_teach.backends.llvm.elemental_windows import loop_nest
-from xla_teach.backends.llvm.ir_array import IrIndex, i64
+from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64
 from xla_teach.backends.llvm.ir_types import compute_type, constant_like
 from xla_teach.backends.llvm.kernel_context import KernelContext
 from xla_teach.backends.llvm.loops import VECTOR_BYTES, element_bytes, for_each_index, splat, stack_slot, vector_loop
@@ -86,12 +86,18 @@ def reducer_opcode(reducer: HloComputation) -> str | None:
     return root.opcode
 
 
-def vector_lanes(fused: HloComputation, reduces: list[HloInstruction], row: list[int]) -> int:
+def vector_lanes(fused: HloComputation, reduces: list[HloInstruction], row: list[int],
+                 arrays: list[IrArray]) -> int:
     """How many lanes the row loops can be written with (0: scalar loops, for LLVM's vectorizer):
     the row must be the root's one minor-most dimension and at least a vector long, every
-    reduction a plain add / multiply / max / min of a float, and everything along the row
-    vectorizable."""
+    reduction a plain add / multiply / max / min of a float, everything along the row
+    vectorizable, and each array the kernel reads (``arrays``, by parameter number) laid out
+    as its parameter says, so that the lanes are consecutive in memory."""
     root = fused.root
+    for p in fused.parameter_instructions:
+        array = arrays[p.parameter_number]
+        if p.shape.rank and array.shape.minor_to_major()[0] != lane_dimension(p):
+            return 0
     if len(row) != 1 or root.shape.element_type not in (PrimitiveType.F32, PrimitiveType.F64):
         return 0
     lanes = VECTOR_BYTES // element_bytes(compute_type(root.shape.element_type))
@@ -141,7 +147,7 @@ def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
     cached = cached_row_values(reduces, row_elements)
     scratch: dict[int, ir.AllocaInstr] = {}
     filled: set[int] = set()  # cached values whose row is in scratch (later uses load it)
-    lanes = vector_lanes(fused, reduces, row)
+    lanes = vector_lanes(fused, reduces, row, ctx.operand_arrays)
     vem: VectorEmitter | None = None
     if lanes:
         arrays = {p.parameter_number: ctx.operand_arrays[p.parameter_number] for p in fused.parameter_instructions}

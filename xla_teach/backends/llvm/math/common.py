@@ -7,9 +7,11 @@ LLVM intrinsics that lower to single instructions on x86 and NVPTX alike (``llvm
 with ``select``.  That is what lets LLVM's loop vectorizer turn ``out[i] = exp(in[i])`` into SIMD
 code, and what makes the same IR valid for the GPU, which has no libm.
 
-The emitters are written once for both ``float`` and ``double``: :class:`FloatOps` bundles an
-``IRBuilder`` with the :class:`FloatFormat` of the value being computed, so that
-``m.const(0.5)`` or ``m.pow2i(k)`` produce the right type and bit layout.
+The emitters are written once for both ``float`` and ``double``, and for vectors of them:
+:class:`FloatOps` bundles an ``IRBuilder`` with the :class:`FloatFormat` of the value being
+computed (and its number of lanes), so that ``m.const(0.5)`` or ``m.pow2i(k)`` produce the right
+type and bit layout -- ``<8 x float>`` splats for the CPU's row kernels, which compute eight
+elements at once with the same instructions (``vector_emitter.py``).
 
 Binary floating point in one paragraph: a finite non-zero float is ``(-1)^s * 1.f * 2^e`` with a
 ``mantissa_bits``-bit fraction ``f`` and an exponent stored with a ``bias`` (127 / 1023).  The
