@@ -26,6 +26,7 @@ reports the first few, the first one found first::
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -35,7 +36,7 @@ from xla_teach.hlo.attributes import ConvDimensionNumbers, PaddingDim, SliceDim,
 from xla_teach.hlo.errors import ShapeError, VerificationError, shape_text, shapes_text
 from xla_teach.hlo.input_output_alias import shape_index_text
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.hlo.opcodes import AttrKind
+from xla_teach.hlo.opcodes import AttrKind, op_info
 from xla_teach.hlo.replica_groups import replica_groups_syntax_ok
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.shape_inference import infer_shape
@@ -321,11 +322,18 @@ _SOURCE_TARGET_PAIRS = re.compile(r"\{(\{\d+,\d+\}(,\{\d+,\d+\})*)?\}")
 # XLA's PrecisionConfig values, as its printer writes them (operand_precision={default,highest}).
 PRECISIONS = ("default", "high", "highest", "packed_nibble")
 
+@functools.cache
+def _known_attributes(opcode: str) -> frozenset[str]:
+    """The attribute names an instruction of ``opcode`` may carry (the opcode table's, and the
+    parser's extras), worked out once per opcode."""
+    return frozenset(spec.name for spec in op_info(opcode).attrs) | _SPECIAL_ATTRS.get(opcode, frozenset())
+
+
 def _attribute_problems(instr: HloInstruction) -> list[str]:
     problems: list[str] = []
-    specs = {spec.name: spec for spec in instr.info.attrs}
+    attrs = instr.attrs
     for spec in instr.info.attrs:
-        value = instr.attrs.get(spec.name)
+        value = attrs.get(spec.name)
         if value is None:
             if spec.required:
                 problems.append(f"the required attribute '{spec.name}' is missing")
@@ -333,9 +341,9 @@ def _attribute_problems(instr: HloInstruction) -> list[str]:
         check, wanted = _ATTR_TYPE_CHECKS[spec.kind]
         if not check(value):
             problems.append(f"attribute '{spec.name}' must be {wanted}, got {type(value).__name__} {value!r:.60}")
-    special = _SPECIAL_ATTRS.get(instr.opcode, set())
-    for key in instr.attrs:
-        if key not in specs and key not in special and not key.startswith("_"):
+    known = _known_attributes(instr.opcode)
+    for key in attrs:
+        if key not in known and not key.startswith("_"):
             problems.append(f"unknown attribute '{key}' for {instr.opcode}")
     if instr.opcode == "parameter" and not _is_int(instr.attrs.get("parameter_number")):
         problems.append("a parameter needs an int 'parameter_number'")
