@@ -227,7 +227,7 @@ explore(softmax_rows)
 # %% [markdown]
 # The row kernel is written as **vector code** by the emitter itself
 # (`backends/llvm/vector_emitter.py`), as XLA's CPU reduction emitter does: its LLVM IR works
-# on `<8 x float>` before LLVM has optimized anything, keeps four vectors of running maxima,
+# on `<8 x float>` before LLVM has optimized anything, keeps two vectors of running maxima,
 # and stores each row's `exp` in a small row cache for the division. A module of such kernels
 # needs none of LLVM's loop vectorizer, so it gets a shorter, cheaper pipeline: the optimized IR
 # has no `vector.body` loop of the vectorizer's.
@@ -236,7 +236,7 @@ explore(softmax_rows)
 row_ir = softmax_rows.artifacts.llvm_ir
 print("<8 x float> values in the emitted IR:", row_ir.count("<8 x float>"))
 print("loops the vectorizer made:", softmax_rows.artifacts.optimized_llvm_ir.count("vector.body:"))
-loop = row_ir.find(".row.ways.body:")  # the max loop: four vectors a step
+loop = row_ir.find(".row.ways.body:")  # the max loop: two vectors a step
 print(row_ir[row_ir.rfind("\n", 0, loop) + 1:][:1500])
 
 # %% [markdown]
