@@ -14,6 +14,7 @@ and the temporary bytes each needs (xla_teach's buffer assignment; XLA's
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import sys
 import time
@@ -217,9 +218,13 @@ def main(argv: list[str] | None = None) -> int:
         lowered = jitted.lower(*args)
         text = lowered.compiler_ir("hlo").as_hlo_text()
         jax.clear_caches()  # (XLA keeps compiled executables: only the first compile after this counts)
+        # Each compile starts with no garbage pending (as timeit runs with the collector off):
+        # one left by an earlier step would be collected in whichever compile comes next.
+        gc.collect()
         start = time.perf_counter()
         lowered.compile()
         xla_compile_s = time.perf_counter() - start
+        gc.collect()
         start = time.perf_counter()
         executable = compile_module(text, "cpu")
         compile_s = time.perf_counter() - start
