@@ -132,3 +132,25 @@ def test_a_module_of_vector_code_skips_the_loop_vectorizer() -> None:
     assert "vector.body" in exe.artifacts.optimized_llvm_ir
     got, want = run_both(mixed, None, "cpu")
     assert_same(got, want)
+
+
+def test_a_scalar_predicate_selects_whole_rows() -> None:
+    """select(p, x, row sum) with a scalar p: the same choice in every lane."""
+    text = """HloModule m
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT r = f32[] add(a, b) }
+ENTRY e {
+  x = f32[4,40] parameter(0)
+  p = pred[] parameter(1)
+  z = f32[] constant(0)
+  s = f32[4] reduce(x, z), dimensions={1}, to_apply=add
+  sb = f32[4,40] broadcast(s), dimensions={0}
+  y = f32[4,40] select(p, x, sb)
+  ROOT o = f32[4,40] add(y, x)
+}
+"""
+    exe = compile_module(text, "cpu")
+    assert is_row_fusion(exe.module.entry.root) and _vector_type(exe) == "<8 x float>"
+    x = np.random.default_rng(3).standard_normal((4, 40)).astype(np.float32)
+    for flag in (True, False):
+        got, want = run_both(text, [x, np.array(flag)], "cpu")
+        assert_same(got, want)

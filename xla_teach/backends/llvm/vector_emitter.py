@@ -57,6 +57,14 @@ def lane_dimension(instr: HloInstruction) -> int:
     return instr.shape.minor_to_major()[0]
 
 
+def is_uniform_broadcast(instr: HloInstruction) -> bool:
+    """A broadcast whose value is the same in every lane: its operand does not vary along the
+    lane dimension (a scalar, a row statistic, or a size-1 dimension stretched across the row)."""
+    operand, lane = instr.operand(0), lane_dimension(instr)
+    return (operand.shape.rank == 0 or lane not in instr.dimensions
+            or operand.shape.dimensions[instr.dimensions.index(lane)] == 1)
+
+
 def vector_problem(instr: HloInstruction) -> str | None:
     """Why ``instr`` cannot be computed by :class:`VectorEmitter` (None when it can), looking
     through its operands as far as they vary along the lanes."""
@@ -70,13 +78,10 @@ def vector_problem(instr: HloInstruction) -> str | None:
     if opcode == "parameter":
         return None
     if opcode == "broadcast":
-        operand = instr.operand(0)
-        lane = lane_dimension(instr)
-        if operand.shape.rank == 0 or lane not in instr.dimensions:
+        if is_uniform_broadcast(instr):
             return None  # the same in every lane: computed once, as a scalar
-        position = instr.dimensions.index(lane)
-        if operand.shape.dimensions[position] == 1:
-            return None
+        operand = instr.operand(0)
+        position = instr.dimensions.index(lane_dimension(instr))
         if lane_dimension(operand) != position:
             return f"{instr.name} broadcasts a dimension of {operand.name} that is not its minor-most"
         return vector_problem(operand)
@@ -139,9 +144,9 @@ class VectorEmitter:
         if instr.unique_id in self._overrides or instr.opcode == "parameter":
             return
         if instr.opcode == "broadcast":
-            operand, dims, lane = instr.operand(0), instr.dimensions, lane_dimension(instr)
-            operand_index = IrIndex(tuple(index.dims[d] for d in dims), operand.shape)
-            if operand.shape.rank == 0 or lane not in dims or operand.shape.dimensions[dims.index(lane)] == 1:
+            operand = instr.operand(0)
+            operand_index = IrIndex(tuple(index.dims[d] for d in instr.dimensions), operand.shape)
+            if is_uniform_broadcast(instr):
                 if instr.unique_id not in self._uniform:
                     self._uniform[instr.unique_id] = self._splat(self.scalar.value_at(operand, operand_index))
             else:
@@ -189,9 +194,9 @@ class VectorEmitter:
             array = self.parameters[instr.parameter_number]
             return self.load(array.address(b, IrIndex(index.dims, array.shape)), array.storage)
         if opcode == "broadcast":
-            operand, dims, lane = instr.operand(0), instr.dimensions, lane_dimension(instr)
-            operand_index = IrIndex(tuple(index.dims[d] for d in dims), operand.shape)
-            if operand.shape.rank == 0 or lane not in dims or operand.shape.dimensions[dims.index(lane)] == 1:
+            operand = instr.operand(0)
+            operand_index = IrIndex(tuple(index.dims[d] for d in instr.dimensions), operand.shape)
+            if is_uniform_broadcast(instr):
                 hoisted = self._uniform.get(instr.unique_id)
                 return hoisted or self._splat(self.scalar.value_at(operand, operand_index))
             return self.value_at(operand, operand_index)
@@ -206,10 +211,8 @@ class VectorEmitter:
         if opcode == "compare":
             x, y = self._operand(instr, 0, index), self._operand(instr, 1, index)
             return ops.emit_compare(b, instr.attrs["direction"], instr.attrs.get("type"), x, y, ptype)
-        if opcode == "select":
-            pred = instr.operand(0)
-            condition = (self.scalar.value_at(pred, IrIndex.scalar(pred.shape)) if pred.shape.rank == 0
-                         else self._operand(instr, 0, index))
+        if opcode == "select":  # (a scalar predicate is splatted like any scalar operand)
+            condition = self._operand(instr, 0, index)
             return b.select(condition, self._operand(instr, 1, index), self._operand(instr, 2, index))
         if opcode in VECTOR_UNARY:
             return ops.emit_unary(b, opcode, self._operand(instr, 0, index), ptype)
