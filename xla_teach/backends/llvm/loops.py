@@ -145,22 +145,22 @@ def element_bytes(element: ir.Type) -> int:
 
 
 def vector_loop(b: ir.IRBuilder, count: ir.Value, element: ir.Type, name: str,
-                body: Callable[[ir.Value, int], None], ways: int = 1,
-                way_body: Callable[[ir.Value, int, int], None] | None = None) -> None:
+                body: Callable[[ir.Value, int], None]) -> None:
     """Walk ``count`` elements of type ``element`` a vector register at a time: ``body(i, lanes)``
     for ``i = 0, lanes, 2 * lanes, ...`` while a whole vector fits, then ``body(i, 1)`` for each
     element left over. The body emits vector code itself (:func:`load_lanes`), so neither loop is
     given to LLVM's vectorizer -- what it would have made of a scalar loop, for far less
-    compile time. A ``count`` known now gets no loop that would run no times.
+    compile time. A ``count`` known now gets no loop that would run no times."""
+    interleaved_vector_loop(b, count, element, name, 1, lambda i, lanes, way: body(i, lanes))
 
-    ``ways > 1`` (with ``way_body(i, lanes, way)`` in place of ``body``) first walks ``ways``
-    vectors per step, ``way`` telling them apart: a reduction keeps one vector of partial results
-    per way, so that ``ways`` additions (or maxima) are in flight at once instead of each waiting
-    for the one before -- what LLVM's loop *interleaving* does. Whole vectors left over then go
-    one at a time, as way 0."""
-    if way_body is None:
-        def way_body(i: ir.Value, lanes: int, way: int) -> None:
-            body(i, lanes)
+
+def interleaved_vector_loop(b: ir.IRBuilder, count: ir.Value, element: ir.Type, name: str, ways: int,
+                            body: Callable[[ir.Value, int, int], None]) -> None:
+    """:func:`vector_loop` that first walks ``ways`` vectors per step, ``body(i, lanes, way)``
+    telling them apart: a reduction keeps one vector of partial results per way, so that ``ways``
+    additions (or maxima) are in flight at once instead of each waiting for the one before --
+    what LLVM's loop *interleaving* does. Whole vectors left over then go one at a time, and the
+    last elements one by one, as way 0."""
 
     def multiple(n: int) -> ir.Value:  # count rounded down to a multiple of n
         if isinstance(count, ir.Constant):
@@ -177,14 +177,14 @@ def vector_loop(b: ir.IRBuilder, count: ir.Value, element: ir.Type, name: str,
         if may_run(i64(0), done):
             with for_range(b, done, f"{name}.ways", step=i64(lanes * ways), vectorize=False) as i:
                 for way in range(ways):
-                    way_body(b.add(i, i64(way * lanes), flags=["nuw", "nsw"]) if way else i, lanes, way)
+                    body(b.add(i, i64(way * lanes), flags=["nuw", "nsw"]) if way else i, lanes, way)
     whole = multiple(lanes)
     if may_run(done, whole):
         with for_range(b, whole, f"{name}.vec", start=done, step=i64(lanes), vectorize=False) as i:
-            way_body(i, lanes, 0)
+            body(i, lanes, 0)
     if may_run(whole, count):
         with for_range(b, count, f"{name}.rest", start=whole, vectorize=False) as i:
-            way_body(i, 1, 0)
+            body(i, 1, 0)
 
 
 def load_lanes(b: ir.IRBuilder, base: ir.Value, i: ir.Value, element: ir.Type, lanes: int) -> ir.Value:

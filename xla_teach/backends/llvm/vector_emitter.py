@@ -108,9 +108,9 @@ class VectorEmitter:
     """Vector values of a fused computation's instructions; scalar values (a row's reduction, a
     broadcast scalar) come from ``scalar``, the kernel's :class:`ElementalEmitter`."""
 
-    def __init__(self, b: ir.IRBuilder, scalar: ElementalEmitter, parameters: dict[int, IrArray], lanes: int,
+    def __init__(self, b: ir.IRBuilder, scalar: ElementalEmitter, parameters: list[IrArray], lanes: int,
                  reassociate: bool = False) -> None:
-        """``parameters`` maps a fused parameter's number to the array it reads."""
+        """``parameters[n]`` is the array fused parameter ``n`` reads."""
         self.b = b
         self.scalar = scalar
         self.parameters = parameters
@@ -155,8 +155,7 @@ class VectorEmitter:
         for operand in instr.operands:
             if operand.shape.rank == 0:
                 if operand.unique_id not in self._uniform:
-                    self._uniform[operand.unique_id] = self._splat(
-                        self.scalar.value_at(operand, IrIndex.scalar(operand.shape)))
+                    self._uniform[operand.unique_id] = self._splat_scalar(operand)
             else:
                 self.hoist(operand, IrIndex(index.dims, operand.shape))
 
@@ -180,11 +179,14 @@ class VectorEmitter:
     def _splat(self, value: ir.Value) -> ir.Value:
         return splat(value, self.lanes, self.b)
 
+    def _splat_scalar(self, operand: HloInstruction) -> ir.Value:
+        """A rank-0 operand, computed as a scalar and put in every lane."""
+        return self._splat(self.scalar.value_at(operand, IrIndex.scalar(operand.shape)))
+
     def _operand(self, instr: HloInstruction, i: int, index: IrIndex) -> ir.Value:
         operand = instr.operand(i)
         if operand.shape.rank == 0:
-            hoisted = self._uniform.get(operand.unique_id)
-            return hoisted or self._splat(self.scalar.value_at(operand, IrIndex.scalar(operand.shape)))
+            return self._uniform.get(operand.unique_id) or self._splat_scalar(operand)
         return self.value_at(operand, IrIndex(index.dims, operand.shape))
 
     def _emit(self, instr: HloInstruction, index: IrIndex) -> ir.Value:

@@ -46,7 +46,14 @@ from xla_teach.backends.llvm.elemental_windows import loop_nest
 from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64
 from xla_teach.backends.llvm.ir_types import compute_type, constant_like
 from xla_teach.backends.llvm.kernel_context import KernelContext
-from xla_teach.backends.llvm.loops import VECTOR_BYTES, element_bytes, for_each_index, splat, stack_slot, vector_loop
+from xla_teach.backends.llvm.loops import (
+    VECTOR_BYTES,
+    element_bytes,
+    for_each_index,
+    interleaved_vector_loop,
+    splat,
+    stack_slot,
+)
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 from xla_teach.backends.llvm.vector_emitter import VECTOR_UNARY, VectorEmitter, lane_dimension, vector_problem
 from xla_teach.hlo.ir import HloComputation, HloInstruction
@@ -153,8 +160,7 @@ def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
     lanes = vector_lanes(fused, reduces, row, ctx.operand_arrays)
     vem: VectorEmitter | None = None
     if lanes:
-        arrays = {p.parameter_number: ctx.operand_arrays[p.parameter_number] for p in fused.parameter_instructions}
-        vem = VectorEmitter(b, em, arrays, lanes, reassociate=True)
+        vem = VectorEmitter(b, em, ctx.operand_arrays, lanes, reassociate=True)
     ctx.vector_code = vem is not None  # else scalar loops, for LLVM's loop vectorizer
 
     def row_offset(row_values: list[ir.Value]) -> ir.Value:
@@ -186,8 +192,8 @@ def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
         if vem is None:
             loop_nest(b, row_sizes, name, lambda values: body(values, 1, 0), unroll=False, accumulates=accumulates)
         else:
-            vector_loop(b, i64(row_sizes[0]), compute_type(shape.element_type), name, lambda j, n: body([j], n, 0),
-                        ways=ways, way_body=lambda j, n, way: body([j], n, way))
+            interleaved_vector_loop(b, i64(row_sizes[0]), compute_type(shape.element_type), name, ways,
+                                    lambda j, n, way: body([j], n, way))
 
     def reduce_row(r: HloInstruction, kept_index: IrIndex) -> None:
         """Reduce one row into a scalar slot; afterwards ``r`` reads that slot."""
@@ -201,6 +207,7 @@ def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
                 partials.append(stack_slot(b, ir.VectorType(init.type, lanes), f"lanes{way}.{r.name}"))
                 b.store(splat(constant_like(init.type, _IDENTITY[opcode]), lanes), partials[-1])
         value_instr = r.operand(0)
+        element = compute_type(value_instr.shape.element_type)  # of the row cache, when it has one
         keep = value_instr in cached and value_instr.unique_id not in filled
         if vem is not None:
             vem.hoist(value_instr, full_index(kept_index, [i64(0)]))
@@ -210,13 +217,13 @@ def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
             if n == 1:
                 value = em.value_at(value_instr, index)
                 if keep:
-                    b.store(value, scratch_slot(value_instr, value.type, values))
+                    b.store(value, scratch_slot(value_instr, element, values))
                 b.store(emit_scalar_computation(b, r.to_apply, [b.load(slot), value], reassociate=True)[0], slot)
                 return
             assert vem is not None and opcode is not None
             value = vem.value_at(value_instr, index)
             if keep:
-                vem.store(value, scratch_slot(value_instr, value.type.element, values))
+                vem.store(value, scratch_slot(value_instr, element, values))
             vector = partials[way]
             b.store(ops.emit_binary(b, opcode, b.load(vector), value, r.shape.element_type, reassociate=True), vector)
 
@@ -240,14 +247,10 @@ def emit_row_fusion_kernel(ctx: KernelContext) -> tuple[int, int]:
         if keep:
             filled.add(value_instr.unique_id)
             em.set_generator(value_instr, lambda index: b.load(
-                scratch_slot(value_instr, value_instr_type(), [index.dims[d] for d in row_order])))
+                scratch_slot(value_instr, element, [index.dims[d] for d in row_order])))
             if vem is not None:
                 vem.set_generator(value_instr, lambda index: vem.load(
-                    scratch_slot(value_instr, value_instr_type(), [index.dims[d] for d in row_order]),
-                    value_instr_type()))
-
-        def value_instr_type() -> ir.Type:
-            return scratch[value_instr.unique_id].type.pointee.element
+                    scratch_slot(value_instr, element, [index.dims[d] for d in row_order]), element))
 
     def per_row(kept_index: IrIndex) -> None:
         if vem is not None:
