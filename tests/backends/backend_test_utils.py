@@ -12,6 +12,13 @@ import numpy as np
 
 from xla_teach.api import compile_module
 from xla_teach.hlo.evaluator import HloEvaluator
+from xla_teach.hlo.evaluator.error_bounds import (
+    Bounded,
+    BoundsUnavailable,
+    error_bounds,
+    outside_bound,
+    unknown_bound,
+)
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.parser import parse_hlo
 from xla_teach.tools.fake_data import fake_arguments
@@ -50,12 +57,48 @@ def tolerance_for(dtype: np.dtype) -> dict[str, float]:
     return {"rtol": 0, "atol": 0}
 
 
+class Reference(list):
+    """The interpreter's outputs of ``module`` on ``args``, which also knows how far a correct
+    implementation may be from the exact result (:mod:`xla_teach.hlo.evaluator.error_bounds`)."""
+
+    def __init__(self, outputs: list[np.ndarray], module: HloModule, args: list[np.ndarray]) -> None:
+        super().__init__(outputs)
+        self.module, self.args = module.clone(), list(args)  # the compiler may change ``module``
+        self._bounds: list[Bounded] | None | bool = False
+
+    @property
+    def bounds(self) -> list[Bounded] | None:
+        """One :class:`Bounded` per output, or None when the module has an op the analysis refuses."""
+        if self._bounds is False:
+            try:
+                self._bounds = error_bounds(self.module, self.args)
+            except BoundsUnavailable:
+                self._bounds = None
+        return self._bounds  # type: ignore[return-value]
+
+
+def reference(module: HloModule | str, args: list[np.ndarray], flush_denormals: bool = True) -> Reference:
+    """The interpreter's outputs of ``module`` on ``args``, with their error bounds."""
+    module = parse_hlo(module) if isinstance(module, str) else module
+    outputs = HloEvaluator(flush_denormals=flush_denormals).evaluate_module(module.clone(), args)
+    return Reference(outputs, module, args)
+
+
 def assert_same(got: list[np.ndarray], want: list[np.ndarray], tol: dict[str, float] | None = None,
                 what: str = "") -> None:
+    """``got`` agrees with ``want``. When ``want`` is a :class:`Reference` and no ``tol`` is given,
+    each float (and each result computed from floats) must lie within its rounding-error bound of
+    the exact value -- a tolerance from the terms of every sum, right on any CPU and any BLAS --
+    and so must the interpreter's own result; where the bound is unknown, and otherwise, the
+    dtype's usual tolerance (or ``tol``) against ``want`` applies."""
     assert len(got) == len(want), f"{what}: {len(got)} outputs, expected {len(want)}"
+    bounds = want.bounds if isinstance(want, Reference) and tol is None else None
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         g, w = np.asarray(g), np.asarray(w)
         assert g.dtype == w.dtype and g.shape == w.shape, f"{what} out{i}: {g.dtype}{g.shape} vs {w.dtype}{w.shape}"
+        if bounds is not None:
+            assert_within_bound(g, w, bounds[i], f"{what} out{i}")
+            continue
         t = tol or tolerance_for(w.dtype)
         if w.dtype.kind in "fc" or w.dtype in (np.dtype(ml_dtypes.bfloat16),):
             np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), equal_nan=True,
@@ -64,14 +107,60 @@ def assert_same(got: list[np.ndarray], want: list[np.ndarray], tol: dict[str, fl
             np.testing.assert_array_equal(g, w, err_msg=f"{what} out{i}")
 
 
+def assert_within_bound(got: np.ndarray, want: np.ndarray, bounded: Bounded, what: str = "") -> None:
+    """Every element of ``got`` and of the interpreter's ``want`` within ``bounded``'s bound of the
+    exact value; elements with an unknown bound compared with ``want`` at the dtype's tolerance."""
+    for name, result in (("result", got), ("interpreter's result (the bound is wrong)", want)):
+        bad = outside_bound(result, bounded)
+        if bad.any():
+            at = tuple(int(x) for x in np.argwhere(bad)[0])
+            raise AssertionError(
+                f"{what}: {int(bad.sum())} of {bad.size} elements of the {name} are outside the rounding-error "
+                f"bound; first at {at}: got {got[at]!r}, interpreter {want[at]!r}, exact {bounded.value[at]!r}, "
+                f"bound {bounded.bound[at]!r}")
+    unknown = unknown_bound(bounded)
+    if unknown.any():
+        g, w = got[unknown], want[unknown]
+        if w.dtype.kind in "fc" or w.dtype in (np.dtype(ml_dtypes.bfloat16),):
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), equal_nan=True, err_msg=what,
+                                       **tolerance_for(w.dtype))
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=what)
+
+
+def assert_matches_xla(got: list[np.ndarray], xla: list[np.ndarray], module: HloModule, args: list[np.ndarray],
+                      tol: dict[str, float], what: str = "") -> None:
+    """``got`` and XLA's recorded outputs both within the rounding-error bounds of ``module`` on
+    ``args`` (two correct implementations, each free to sum in its own order); where the analysis
+    has no bound, ``got`` within ``tol`` (the sample's recorded tolerance) of XLA's."""
+    try:
+        bounds: list[Bounded] | None = error_bounds(module, args)
+    except BoundsUnavailable:
+        bounds = None
+    assert len(got) == len(xla), f"{what}: {len(got)} outputs, XLA gave {len(xla)}"
+    for i, (g, x) in enumerate(zip(got, xla, strict=True)):
+        g, x = np.asarray(g), np.asarray(x)
+        assert g.dtype == x.dtype and g.shape == x.shape, f"{what} out{i}: {g.dtype}{g.shape} vs XLA's {x.dtype}{x.shape}"
+        if bounds is None:
+            assert_same([g], [x], tol, f"{what} out{i}")
+            continue
+        for name, result in (("ours", g), ("XLA's", x)):
+            bad = outside_bound(result, bounds[i])
+            assert not bad.any(), (f"{what} out{i}: {int(bad.sum())} elements of {name} outside the rounding-error "
+                                   f"bound, first at {tuple(np.argwhere(bad)[0])}")
+        unknown = unknown_bound(bounds[i])
+        if unknown.any():
+            assert_same([g[unknown]], [x[unknown]], tol, f"{what} out{i} (elements without a bound)")
+
+
 def run_both(module: HloModule | str, args: list[np.ndarray] | None, backend: str,
-             seed: int = 0) -> tuple[list[np.ndarray], list[np.ndarray]]:
+             seed: int = 0) -> tuple[list[np.ndarray], Reference]:
     """Compile and run ``module`` on ``backend`` and on the interpreter (fake data if no args)."""
     if isinstance(module, str):
         module = parse_hlo(module)
     if args is None:
         args = fake_arguments(module, seed=seed)
     # XLA's CPU runtime flushes denormals, its GPU backend keeps them (--xla_gpu_ftz=false).
-    reference = HloEvaluator(flush_denormals=backend == "cpu").evaluate_module(module.clone() if hasattr(module, "clone") else module, args)
+    want = reference(module, list(args), flush_denormals=backend == "cpu")
     executable = compile_module(module, backend)
-    return executable.execute(list(args)), reference
+    return executable.execute(list(args)), want

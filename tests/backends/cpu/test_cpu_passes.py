@@ -17,7 +17,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from tests.backends.backend_test_utils import assert_same
+from tests.backends.backend_test_utils import assert_same, reference
 from tests.passes.pass_test_utils import check_pass
 from xla_teach import flags
 from xla_teach.api import compile_module
@@ -41,8 +41,9 @@ def _compile_and_compare(text: str, args: list[np.ndarray] | None = None):  # ty
     """Compile ``text`` for the CPU, run it, and compare with the interpreter; the executable."""
     module = parse_hlo(text)
     args = args if args is not None else fake_arguments(module, seed=3)
+    want = reference(module, args)
     executable = compile_module(module, "cpu")
-    assert_same(executable.execute(args), HloEvaluator().evaluate_module(module, args), what=module.name)
+    assert_same(executable.execute(args), want, what=module.name)
     return executable
 
 

@@ -8,7 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.backends.backend_test_utils import CORPUS, SAMPLE_PROGRAMS, assert_same, load_sample, run_both, stored
+from tests.backends.backend_test_utils import (
+    CORPUS,
+    SAMPLE_PROGRAMS,
+    assert_matches_xla,
+    assert_same,
+    load_sample,
+    run_both,
+    stored,
+)
 from xla_teach.api import compile_module
 
 
@@ -19,8 +27,8 @@ def test_sample_on_cpu_matches_xla(program: Path, dump: str) -> None:
     got = compile_module(module, "cpu").execute(args)
     outputs = np.load(program / "outputs.npz")
     want = [stored(outputs[o["key"]], o["hlo_type"]) for o in meta["outputs"]]
-    assert_same(got, want, {"rtol": meta["tolerance"]["rtol"], "atol": meta["tolerance"]["atol"]},
-                f"{program.name}/{dump}")
+    assert_matches_xla(got, want, module, args, {"rtol": meta["tolerance"]["rtol"], "atol": meta["tolerance"]["atol"]},
+                       f"{program.name}/{dump}")
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
