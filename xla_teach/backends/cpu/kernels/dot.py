@@ -18,6 +18,8 @@ into the output buffer, then applies the epilogue in place, element by element.
 
 from __future__ import annotations
 
+import math
+
 from llvmlite import ir
 
 from xla_teach.backends.cpu.blas import CBLAS_NO_TRANS, CBLAS_ROW_MAJOR, CBLAS_TRANS, find_blas
@@ -27,8 +29,8 @@ from xla_teach.backends.cpu.runtime_library import library_function
 from xla_teach.backends.llvm import elemental_ops as ops
 from xla_teach.backends.llvm.elemental_emitter import ElementalEmitter
 from xla_teach.backends.llvm.elemental_windows import dot_index_maps
-from xla_teach.backends.llvm.gemm import find_dot, gemm_shape
-from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64
+from xla_teach.backends.llvm.gemm import StridedGemm, find_dot, gemm_shape, strided_gemm
+from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64, unflatten
 from xla_teach.backends.llvm.ir_types import F32, F64, I32, I64, PTR, compute_type
 from xla_teach.backends.llvm.kernel_context import KernelContext, operand_loader
 from xla_teach.backends.llvm.loops import (
@@ -50,17 +52,51 @@ TILE_I, TILE_J, TILE_K = 8, 256, 128  # loop tiles: a TILE_K x TILE_J block of B
 
 
 def choose_dot_strategy(dot: HloInstruction) -> str:
+    return explain_dot_strategy(dot)[0]
+
+
+def explain_dot_strategy(dot: HloInstruction) -> tuple[str, str]:
+    """``(strategy, why)``: the choice of :func:`choose_dot_strategy` and its reason, which the
+    ``dot-strategy`` pass writes into its notes."""
     etype = dot.shape.element_type
-    same = all(op.shape.element_type is etype for op in dot.operands)
+    if not all(op.shape.element_type is etype for op in dot.operands):
+        return "elemental", "one inner product per element: the operands have another element type"
+    contracted = math.prod(dot.operand(0).shape.dimensions[d] for d in dot.attr("lhs_contracting_dims"))
+    flops = dot.shape.element_count() * contracted
+    view = strided_gemm(dot)
+    blas_type = etype in (PrimitiveType.F32, PrimitiveType.F64)
+    if blas_type and view is not None and flops >= BLAS_MIN_FLOPS and find_blas() is not None:
+        return "blas", _describe_gemm(view)
+    if not blas_type:
+        why_not_blas = f"BLAS has no {etype.name.lower()} product"
+    elif view is None:
+        why_not_blas = "no grouping of its dimensions is a matrix in memory"
+    elif flops < BLAS_MIN_FLOPS:
+        why_not_blas = f"{flops} multiply-adds, under the {BLAS_MIN_FLOPS} that pay for a BLAS call"
+    else:
+        why_not_blas = "no BLAS library was found"
     gemm = gemm_shape(dot)
-    if gemm is None or not same:
-        return "elemental"
-    flops = gemm.batch * gemm.m * gemm.n * gemm.k
-    if etype in (PrimitiveType.F32, PrimitiveType.F64) and flops >= BLAS_MIN_FLOPS and find_blas() is not None:
-        return "blas"
-    if gemm.batch == 1 and etype not in (PrimitiveType.F16, PrimitiveType.BF16, PrimitiveType.PRED):
-        return "loops"
-    return "elemental"
+    if gemm is not None and gemm.batch == 1 and etype not in (PrimitiveType.F16, PrimitiveType.BF16,
+                                                                PrimitiveType.PRED):
+        return "loops", f"a {gemm.m}x{gemm.k} @ {gemm.k}x{gemm.n} product in tiled loops ({why_not_blas})"
+    return "elemental", f"one inner product per element ({why_not_blas})"
+
+
+def _describe_gemm(view: StridedGemm) -> str:
+    """``"one gemm 1024x256 @ 256x1024 (rows of lhs [8,128] folded by layout), B transposed in the call"``."""
+    product = f"{view.m}x{view.k} @ {view.k}x{view.n}"
+    text = f"{view.batch} gemms {product}" if view.batch_sizes else f"one gemm {product}"
+    if view.collapsed:
+        text += f" ({'; '.join(view.collapsed)} folded by layout)"
+    transposed = [name for name, t in (("A", view.trans_a), ("B", view.trans_b)) if t]
+    if transposed:
+        text += f", {' and '.join(transposed)} transposed in the call"
+    strided = [name for name, v, width in (("A", view.a, view.k if not view.trans_a else view.m),
+                                           ("B", view.b, view.n if not view.trans_b else view.k))
+               if (view.lda if name == "A" else view.ldb) > width]
+    if strided:
+        text += f", {' and '.join(strided)} read with a row stride"
+    return text
 
 
 def dot_strategy(dot: HloInstruction) -> str:
@@ -71,7 +107,10 @@ def emit_dot_kernel(ctx: KernelContext) -> tuple[int, int]:
     dot = find_dot(ctx)
     assert dot is not None
     strategy = dot_strategy(dot)
-    if strategy == "elemental":
+    # A strategy written by hand (or before a later pass changed a layout) that the dot cannot take
+    # falls back to the element loop rather than failing.
+    if strategy == "elemental" or (strategy == "blas" and (strided_gemm(dot) is None or find_blas() is None)) or (
+            strategy == "loops" and (gemm_shape(dot) is None or gemm_shape(dot).batch != 1)):  # type: ignore[union-attr]
         return emit_loop_kernel(ctx)
     out = ctx.output_arrays[0]
     epilogue = _epilogue_emitter(ctx, dot, out) if ctx.hero() is not dot else None
@@ -91,16 +130,20 @@ def _operand_pointer(ctx: KernelContext, dot: HloInstruction, i: int) -> ir.Valu
 
 def _emit_blas(ctx: KernelContext, dot: HloInstruction, out: IrArray,
                epilogue: ElementalEmitter | None) -> tuple[int, int]:
-    """One ``gemm`` per batch, or -- for a single product -- on the rows ``begin .. end`` of the
-    output, so that the CPU's threads split a product between them (OpenBLAS itself runs one
-    thread: see ``blas.py``). A fused epilogue then runs over the same rows."""
-    gemm = gemm_shape(dot)
-    assert gemm is not None
+    """One ``gemm`` per batch index, or -- for a single product -- on the rows ``begin .. end`` of
+    the output, so that the CPU's threads split a product between them (OpenBLAS itself runs one
+    thread: see ``blas.py``). A fused epilogue then runs over the same rows.
+
+    The operands are the :func:`strided_gemm` view of the dot: ``x @ W`` on ``f32[8,128,256]``
+    activations is one product of 1024 rows, and attention's ``bqhd x bkhd`` reads each (b, h)
+    matrix with a row stride of ``h * d`` elements -- no copy either way."""
+    view = strided_gemm(dot)
+    assert view is not None
     b = ctx.b
     is_double = dot.shape.element_type is PrimitiveType.F64
     fty = F64 if is_double else F32
     a_ptr, b_ptr = _operand_pointer(ctx, dot, 0), _operand_pointer(ctx, dot, 1)
-    flops = gemm.batch * gemm.m * gemm.n * gemm.k
+    flops = view.batch * view.m * view.n * view.k
     if flops == 0:
         _zero_fill(ctx, out)
         return 1, 1
@@ -108,33 +151,62 @@ def _emit_blas(ctx: KernelContext, dot: HloInstruction, out: IrArray,
     def element(base: ir.Value, offset: ir.Value) -> ir.Value:
         return b.gep(base, [offset], inbounds=True, source_etype=fty)
 
-    def run_epilogue(outer_range: tuple[ir.Value, ir.Value] | None) -> None:
-        if epilogue is not None:
-            root = ctx.hero()
-            for_each_index(b, out.shape, lambda index: out.store(b, epilogue.value_at(root, index), index),
-                           "epilogue", outer_range=outer_range)
+    def gemm(rows: ir.Value, a: ir.Value, bm: ir.Value, c: ir.Value) -> None:
+        call_gemm(b, is_double, rows, i64(view.n), i64(view.k), a, i64(view.lda), bm, i64(view.ldb), c,
+                  i64(view.ldc), trans_a=view.trans_a, trans_b=view.trans_b)
+        _flush_rows(b, c, rows, view.n, view.ldc, fty)
 
     begin, end = ctx.kb.begin, ctx.kb.end
-    if gemm.batch == 1 and tuple(out.shape.dimensions) == (gemm.m, gemm.n):
-        # Rows begin .. end of op(A) and of C: of a transposed A they are its columns.
-        rows = b.sub(end, begin)
-        a_rows = element(a_ptr, begin if gemm.trans_a else b.mul(begin, i64(gemm.lda)))
-        c_rows = element(out.base, b.mul(begin, i64(gemm.n)))
-        call_gemm(b, is_double, rows, i64(gemm.n), i64(gemm.k), a_rows, i64(gemm.lda), b_ptr, i64(gemm.ldb),
-                  c_rows, i64(gemm.n), trans_a=gemm.trans_a, trans_b=gemm.trans_b)
-        flush_denormals(b, c_rows, b.mul(rows, i64(gemm.n)), fty)
-        run_epilogue((begin, end))
-        return gemm.m, choose_gemm_partitions(gemm.m, flops)
+    if not view.batch_sizes:
+        # Rows begin .. end of op(A) and of C (of a transposed A they are its columns).
+        gemm(b.sub(end, begin), element(a_ptr, b.mul(begin, i64(view.a.row_stride))), b_ptr,
+             element(out.base, b.mul(begin, i64(view.c.row_stride))))
+        if epilogue is not None:
+            _run_epilogue_rows(ctx, dot, out, epilogue, begin, end)
+        return view.m, choose_gemm_partitions(view.m, flops)
     with for_range(b, end, "batch", begin) as bi:
-        call_gemm(b, is_double, i64(gemm.m), i64(gemm.n), i64(gemm.k), element(a_ptr, b.mul(bi, i64(gemm.m * gemm.k))),
-                  i64(gemm.lda), element(b_ptr, b.mul(bi, i64(gemm.k * gemm.n))), i64(gemm.ldb),
-                  element(out.base, b.mul(bi, i64(gemm.m * gemm.n))), i64(gemm.n),
-                  trans_a=gemm.trans_a, trans_b=gemm.trans_b)
-        flush_denormals(b, element(out.base, b.mul(bi, i64(gemm.m * gemm.n))), i64(gemm.m * gemm.n), fty)
+        index = unflatten(b, bi, list(view.batch_sizes))
+
+        def offset(strides: tuple[int, ...]) -> ir.Value:
+            total: ir.Value = i64(0)
+            for i, stride in zip(index, strides, strict=True):
+                total = b.add(total, b.mul(i, i64(stride)))
+            return total
+
+        gemm(i64(view.m), element(a_ptr, offset(view.a.batch_strides)),
+             element(b_ptr, offset(view.b.batch_strides)), element(out.base, offset(view.c.batch_strides)))
     if epilogue is not None:  # an epilogue over whole batches: one partition
-        run_epilogue(None)
-        return gemm.batch, 1
-    return gemm.batch, choose_gemm_partitions(gemm.batch, flops)
+        root = ctx.hero()
+        for_each_index(b, out.shape, lambda index: out.store(b, epilogue.value_at(root, index), index), "epilogue")
+        return view.batch, 1
+    return view.batch, choose_gemm_partitions(view.batch, flops)
+
+
+def _flush_rows(b: ir.IRBuilder, c: ir.Value, rows: ir.Value, n: int, ldc: int, fty: ir.Type) -> None:
+    """Flush the denormals of the ``rows x n`` product just written at ``c``: one run of
+    ``rows * n`` floats when its rows are adjacent, else row by row (never the gaps between rows,
+    which may be another thread's results)."""
+    if ldc == n:
+        flush_denormals(b, c, b.mul(rows, i64(n)), fty)
+        return
+    with for_range(b, rows, "flush_row") as r:
+        flush_denormals(b, b.gep(c, [b.mul(r, i64(ldc))], inbounds=True, source_etype=fty), i64(n), fty)
+
+
+def _run_epilogue_rows(ctx: KernelContext, dot: HloInstruction, out: IrArray, epilogue: ElementalEmitter,
+                       begin: ir.Value, end: ir.Value) -> None:
+    """The fused epilogue over rows ``begin .. end`` of the product, each row taken back to the
+    output's own dimensions (the lhs free dimensions, then the rhs free dimensions)."""
+    b = ctx.b
+    lf, rf = dot_index_maps(dot)[2], dot_index_maps(dot)[5]
+    row_sizes = [dot.operand(0).shape.dimensions[d] for d in lf]
+    col_sizes = [dot.operand(1).shape.dimensions[d] for d in rf]
+    root = ctx.hero()
+    with for_range(b, end, "epilogue.row", begin) as i:
+        rows = unflatten(b, i, row_sizes)
+        with for_range(b, i64(math.prod(col_sizes)), "epilogue.col") as j:
+            index = IrIndex(tuple(rows + unflatten(b, j, col_sizes)), out.shape)
+            out.store(b, epilogue.value_at(root, index), index)
 
 
 def call_gemm(b: ir.IRBuilder, is_double: bool, m: ir.Value, n: ir.Value, k: ir.Value, a: ir.Value, lda: ir.Value,

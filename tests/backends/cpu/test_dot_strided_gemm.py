@@ -1,0 +1,114 @@
+"""Dots as JAX writes them, each run as one BLAS gemm (or one per batch) over the operands as they
+lie in memory: dense layers on 3-D activations and their two gradients, attention's ``bqhd``
+einsums with batch dimensions in the middle, a convolution written as a dot, transposed and
+non-default layouts. Each checks the strategy the ``dot-strategy`` pass chose (and its note) and
+the result against the interpreter within the rounding-error bound of its terms."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.backends.backend_test_utils import assert_same, run_both
+from xla_teach.api import compile_module
+from xla_teach.backends.cpu.blas import find_blas
+from xla_teach.backends.cpu.kernels.dot import explain_dot_strategy
+from xla_teach.backends.llvm.gemm import strided_gemm
+from xla_teach.hlo.parser import parse_hlo
+
+pytestmark = pytest.mark.skipif(find_blas() is None, reason="no BLAS library found")
+
+
+def dot_module(lhs: str, rhs: str, out: str, dims: str, epilogue: bool = False) -> str:
+    if not epilogue:
+        return f"""HloModule dot
+ENTRY main {{
+  a = {lhs} parameter(0)
+  b = {rhs} parameter(1)
+  ROOT d = {out} dot(a, b), {dims}
+}}"""
+    dimensions = out.split("[")[1].split("]")[0]
+    return f"""HloModule dot_epilogue
+ENTRY main {{
+  a = {lhs} parameter(0)
+  b = {rhs} parameter(1)
+  d = {out} dot(a, b), {dims}
+  half = f32[] constant(0.5)
+  halves = f32[{dimensions}] broadcast(half), dimensions={{}}
+  scaled = f32[{dimensions}] multiply(d, halves)
+  ROOT t = f32[{dimensions}] tanh(scaled)
+}}"""
+
+
+# (name, lhs, rhs, out, dimension numbers, what the note must say)
+CASES = [
+    ("dense_3d", "f32[4,32,64]", "f32[64,96]", "f32[4,32,96]",
+     "lhs_contracting_dims={2}, rhs_contracting_dims={0}", "one gemm 128x64 @ 64x96 (rows of lhs [4, 32] folded"),
+    # 2^24 multiply-adds: the rows are split between threads, each running its own gemm and epilogue
+    ("dense_3d_split_across_threads", "f32[4,64,256]", "f32[256,256]", "f32[4,64,256]",
+     "lhs_contracting_dims={2}, rhs_contracting_dims={0}", "one gemm 256x256 @ 256x256 (rows of lhs [4, 64]"),
+    ("dense_3d_input_grad", "f32[4,32,96]", "f32[64,96]", "f32[4,32,64]",
+     "lhs_contracting_dims={2}, rhs_contracting_dims={1}", "B transposed in the call"),
+    ("dense_3d_weight_grad", "f32[4,32,64]", "f32[4,32,96]", "f32[64,96]",
+     "lhs_contracting_dims={0,1}, rhs_contracting_dims={0,1}",
+     "one gemm 64x128 @ 128x96 (contracted dims of lhs [4, 32] folded by layout), A transposed"),
+    ("dense_4d_tied_embedding", "f32[2,4,16,64]", "f32[128,64]", "f32[2,4,16,128]",
+     "lhs_contracting_dims={3}, rhs_contracting_dims={1}", "one gemm 128x64 @ 64x128"),
+    ("attention_scores_bqhd", "f32[2,32,4,32]", "f32[2,32,4,32]", "f32[2,4,32,32]",
+     "lhs_batch_dims={0,2}, lhs_contracting_dims={3}, rhs_batch_dims={0,2}, rhs_contracting_dims={3}",
+     "8 gemms 32x32 @ 32x32, B transposed in the call, A and B read with a row stride"),
+    ("attention_values_bqhd", "f32[2,4,32,32]", "f32[2,32,4,32]", "f32[2,4,32,32]",
+     "lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,2}, rhs_contracting_dims={1}",
+     "8 gemms 32x32 @ 32x32, B read with a row stride"),
+    ("attention_grad_transposed", "f32[2,32,4,32]", "f32[2,4,32,32]", "f32[2,4,32,32]",
+     "lhs_batch_dims={0,2}, lhs_contracting_dims={1}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}",
+     "A transposed in the call, A read with a row stride"),
+    ("conv_1x1_as_dot", "f32[2,8,8,32]", "f32[32,48]", "f32[2,8,8,48]",
+     "lhs_contracting_dims={3}, rhs_contracting_dims={0}", "one gemm 128x32 @ 32x48 (rows of lhs [2, 8, 8]"),
+    ("matrix_vector", "f32[512,256]", "f32[256]", "f32[512]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+     "one gemm 512x256 @ 256x1"),
+    ("f64_batched", "f64[3,40,50]", "f64[3,50,30]", "f64[3,40,30]",
+     "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}",
+     "3 gemms 40x50 @ 50x30"),
+    ("column_major_lhs", "f32[96,64]{0,1}", "f32[64,80]", "f32[96,80]",
+     "lhs_contracting_dims={1}, rhs_contracting_dims={0}", "A transposed in the call"),
+]
+
+
+@pytest.mark.parametrize("name,lhs,rhs,out,dims,note", CASES, ids=[c[0] for c in CASES])
+def test_dot_runs_as_strided_gemms(name: str, lhs: str, rhs: str, out: str, dims: str, note: str) -> None:
+    text = dot_module(lhs, rhs, out, dims)
+    strategy, why = explain_dot_strategy(parse_hlo(text).entry.root)
+    assert strategy == "blas" and note in why, why
+    got, want = run_both(text, None, "cpu", seed=len(name))
+    assert_same(got, want, what=name)
+
+
+@pytest.mark.parametrize("name,lhs,rhs,out,dims,note", [c for c in CASES if c[1].startswith("f32") and "{" not in c[1]],
+                         ids=[c[0] for c in CASES if c[1].startswith("f32") and "{" not in c[1]])
+def test_output_fusion_keeps_the_gemm_and_its_epilogue(name: str, lhs: str, rhs: str, out: str, dims: str,
+                                                       note: str) -> None:
+    """``tanh(0.5 * dot)``: the dot stays a BLAS call inside a kOutput fusion, the epilogue runs
+    over the rows each thread computed (rows of several dimensions taken apart again)."""
+    text = dot_module(lhs, rhs, out, dims, epilogue=True)
+    optimized = compile_module(text, "cpu").module.to_text()
+    assert "kind=kOutput" in optimized and '"dot_strategy":"blas"' in optimized, optimized
+    got, want = run_both(text, None, "cpu", seed=3)
+    assert_same(got, want, what=name)
+
+
+def test_dimensions_that_memory_does_not_hold_together_stay_elemental() -> None:
+    """Free dimensions split by the contracting one (``[m1, k, m2]``) fold into no single stride, and
+    a batch dimension in the result's minor-most place leaves C without contiguous rows."""
+    split = parse_hlo(dot_module("f32[16,64,16]", "f32[64,64]", "f32[16,16,64]",
+                                 "lhs_contracting_dims={1}, rhs_contracting_dims={0}")).entry.root
+    assert strided_gemm(split) is None
+    assert explain_dot_strategy(split)[0] == "elemental"
+    got, want = run_both(dot_module("f32[16,64,16]", "f32[64,64]", "f32[16,16,64]",
+                                    "lhs_contracting_dims={1}, rhs_contracting_dims={0}"), None, "cpu")
+    assert_same(got, want)
+
+
+def test_small_products_keep_their_loops_and_say_why() -> None:
+    strategy, why = explain_dot_strategy(parse_hlo(dot_module(
+        "f32[4,8]", "f32[8,5]", "f32[4,5]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}")).entry.root)
+    assert strategy == "loops" and "160 multiply-adds, under the 110592" in why, why
