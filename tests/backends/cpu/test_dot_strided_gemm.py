@@ -6,9 +6,13 @@ the result against the interpreter within the rounding-error bound of its terms.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import numpy as np
 import pytest
 
-from tests.backends.backend_test_utils import assert_same, run_both
+from tests.backends.backend_test_utils import assert_same, reference, run_both
 from xla_teach.api import compile_module
 from xla_teach.backends.cpu.blas import find_blas
 from xla_teach.backends.cpu.kernels.dot import explain_dot_strategy
@@ -112,3 +116,22 @@ def test_small_products_keep_their_loops_and_say_why() -> None:
     strategy, why = explain_dot_strategy(parse_hlo(dot_module(
         "f32[4,8]", "f32[8,5]", "f32[4,5]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}")).entry.root)
     assert strategy == "loops" and "160 multiply-adds, under the 110592" in why, why
+
+
+def test_every_dot_of_a_jax_gpt_training_step_is_a_blas_call() -> None:
+    """The HLO JAX writes for one SGD step of a small GPT (tests/data/jax_models/generate.py): all
+    21 dots of the optimized module -- forward, both gradients, attention -- become BLAS calls, and
+    the step's loss and new weights agree with the interpreter within their error bounds."""
+    data = Path(__file__).parents[2] / "data" / "jax_models"
+    sizes = json.loads((data / "gpt_step.json").read_text())
+    module = parse_hlo((data / "gpt_step.hlo").read_text())
+    rng = np.random.default_rng(0)
+    args = [rng.integers(0, sizes["vocab"], p.shape.dimensions).astype(np.int32) if p.shape.element_type.name == "S32"
+            else (rng.standard_normal(p.shape.dimensions) * 0.1).astype(np.float32)
+            for p in module.entry.parameter_instructions]
+    want = reference(module, args)
+    executable = compile_module(module, "cpu")
+    dots = [i for i in executable.module.instructions() if i.opcode == "dot"]
+    assert len(dots) == 21
+    assert all('"dot_strategy":"blas"' in d.backend_config for d in dots), [d.backend_config for d in dots]
+    assert_same(executable.execute(args), want, what="gpt_step")
