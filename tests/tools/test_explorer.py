@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 
 import xla_teach as xt
 import xla_teach.numpy as xnp
+from tests.tools.conftest import console_errors
 from xla_teach import flags, nn
 from xla_teach.api import compile_module
 from xla_teach.tools import render
@@ -212,30 +212,7 @@ def test_compiled_explore_writes_a_page_and_shows_it_inline(tmp_path: Path) -> N
     temporary.path.unlink()
 
 
-# ---- in a real browser ---------------------------------------------------------------------
-CHROMEDRIVER = shutil.which("chromedriver")
-BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
-
-
-@pytest.fixture(scope="module")
-def browser():  # type: ignore[no-untyped-def]
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[test]')")
-    if CHROMEDRIVER is None or BROWSER is None:
-        pytest.skip("no chromium and chromedriver (the README's set-up installs them)")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = BROWSER
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1600,1000"):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    yield driver
-    driver.quit()
-
-
-def _errors(driver) -> list[str]:  # type: ignore[no-untyped-def]
-    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] in ("SEVERE", "ERROR")]
+# ---- in a real browser (the `browser` fixture: tests/tools/conftest.py) ----------------------------
 
 
 @needs_dot
@@ -250,8 +227,11 @@ def test_explorer_in_a_browser_steps_searches_and_follows_a_source_line(browser,
     browser.get(path.as_uri())
     assert browser.execute_script("return document.body.classList.contains('js')")
     nodes = browser.execute_script("return document.querySelectorAll('#graph g.node[data-name]').length")
-    assert nodes == len(compiled.executable.module.entry.instructions) - sum(  # scalar constants are inlined
-        1 for i in compiled.executable.module.entry.instructions if i.opcode == "constant" and i.shape.rank == 0)
+    entry = compiled.executable.module.entry.instructions
+    # Scalar constants are inlined; the six parameters are gathered into one box until it is opened.
+    assert nodes == sum(1 for i in entry if not (i.opcode == "constant" and i.shape.rank == 0) and i.opcode != "parameter")
+    assert browser.execute_script("return document.querySelector('#graph g.scope-box[data-group=\"g:#parameters\"]')"
+                                  ".textContent").startswith("6 parameters")
     browser.save_screenshot(str(shots / "1_optimized.png"))
 
     # Step to the fusion pass with the keyboard: its panel lists what was fused into what.
@@ -342,7 +322,7 @@ def test_explorer_in_a_browser_steps_searches_and_follows_a_source_line(browser,
     # Zoom and fit keep the picture; no script error reached the console.
     body.send_keys("+")
     body.send_keys("f")
-    assert _errors(browser) == []
+    assert console_errors(browser) == []
 
 
 def test_memory_view_adds_up_to_memory_analysis_to_the_byte() -> None:
@@ -432,8 +412,14 @@ def test_explorer_of_a_transformer_block_in_a_browser(browser, tmp_path: Path) -
     compiled = transformer_compiled()
     assert compiled.executable.module.instruction_count() > 200
     browser.get(compiled.explore(str(tmp_path / "block.html")).path.as_uri())
-    # The module starts grouped by named scope: the attention and the backward pass are closed boxes.
+    # The module is grouped by named scope; "Collapse all" closes every group: the forward block and
+    # the backward pass are closed boxes, and a click on the first opens it.
+    browser.find_element(By.CSS_SELECTOR, "#graph .tools button[data-act=collapse]").click()
     count = "return document.querySelectorAll('#graph g.node[data-name]').length"
+    closed = browser.execute_script("return [...document.querySelectorAll('#graph g.scope-box')].map(b => b.dataset.group)")
+    block = next(g for g in closed if g.startswith("g:jvp("))
+    browser.execute_script("document.querySelector('#graph g.scope-box[data-group=\"' + arguments[0] + '\"]')"
+                           ".dispatchEvent(new MouseEvent('click', {bubbles: true}))", block)
     closed = browser.execute_script("return [...document.querySelectorAll('#graph g.scope-box')].map(b => b.dataset.group)")
     attention = next(g for g in closed if g.endswith("/attention"))
     assert "g:transpose(jvp(lambda))" in closed
@@ -469,7 +455,7 @@ def test_explorer_of_a_transformer_block_in_a_browser(browser, tmp_path: Path) -
     assert "dot_general" in panel and "PYTHON SOURCE" in panel.upper()
     body.send_keys("m")
     assert browser.execute_script("return document.querySelectorAll('#graph g.buffer').length") > 20
-    assert _errors(browser) == []
+    assert console_errors(browser) == []
     browser.save_screenshot(str(tmp_path / "block.png"))
 
 
@@ -526,7 +512,7 @@ def test_explorer_of_2000_instructions_opens_a_group_at_a_time(browser, tmp_path
     search.send_keys(fusion[-1])
     search.send_keys(Keys.ENTER)
     assert browser.execute_script("return document.querySelector('#graph g.cluster.fused.selected').dataset.fusion") == fusion[-1]
-    assert _errors(browser) == []
+    assert console_errors(browser) == []
     browser.save_screenshot(str(tmp_path / "deep.png"))
 
 
@@ -555,13 +541,17 @@ def test_explorer_shows_shardings_and_collectives_in_a_browser(browser, tmp_path
     assert split_label(parse_sharding("{devices=[4,1]<=[4]}")) == "split 4x1"
     assert split_label(parse_sharding("{devices=[2,1,2]<=[4] last_tile_dim_replicate}")) == "split 2x1, x2 copies"
     browser.get(compiled.explore(str(tmp_path / "sharded.html")).path.as_uri())
+    # The inputs are gathered into one box: opened, each parameter shows how it is split.
+    browser.execute_script("document.querySelector('#graph g.scope-box[data-group=\"g:#parameters\"]')"
+                           ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
     bands = browser.execute_script("return [...document.querySelectorAll('#graph rect.split')].map(r => [r.dataset.split, r.getAttribute('fill')])")
     assert ["split 4x1", bands[[b[0] for b in bands].index("split 4x1")][1]] in bands
     colours = {split: fill for split, fill in bands}
     assert len(set(colours.values())) == len(colours)  # one colour per way of splitting
+    browser.find_element(By.CSS_SELECTOR, "#graph .tools button[data-act=expand]").click()  # every group open
     collectives = browser.execute_script("return [...document.querySelectorAll('#graph g.node.collective')].map(n => n.dataset.name)")
     assert collectives and all("all-reduce" in name for name in collectives)
     browser.execute_script("document.querySelector('#graph g.node[data-name=\"x\"]').dispatchEvent(new MouseEvent('click', {bubbles: true}))")
     assert "split 4x1: {devices=[4,1]" in browser.find_element(By.ID, "details").text
-    assert _errors(browser) == []
+    assert console_errors(browser) == []
     browser.save_screenshot(str(tmp_path / "sharded.png"))

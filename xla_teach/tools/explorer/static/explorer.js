@@ -11,6 +11,10 @@
   // view: "module", a pass picture's index, "memory" or "profile"
   const state = {pass: -1, view: null, scale: 1, x: 0, y: 0, selected: null};
   const graph = window.XlaTeachModuleGraph(data);
+  // Never drawn smaller than this: the pictures' labels are 11 px at scale 1. A picture larger
+  // than the pane is panned, with the minimap for the whole of it; the module graph keeps to what
+  // fits by opening fewer groups (level of detail), not by shrinking.
+  const MIN_SCALE = 1, MAX_SCALE = 1.5;
 
   // ---- passes ------------------------------------------------------------------------
   const list = $("pass-list");
@@ -92,6 +96,8 @@
   }
 
   $("details").addEventListener("click", (e) => {
+    const focus = e.target.closest("a[data-focus-group]");
+    if (focus) { groupTool("focus", graph.groups.get(focus.dataset.focusGroup)); return; }
     const fusion = e.target.closest("a[data-open-fusion]");
     if (fusion) {
       graph.toggleFusion(fusion.dataset.openFusion);
@@ -106,6 +112,7 @@
 
   // ---- the graph: pan, zoom, fit -------------------------------------------------------
   const view = $("graph");
+  let shownOnce = false;
 
   // Put a picture in the middle pane at its own size (from its viewBox), fitted to the pane.
   function place(caption, svgText) {
@@ -117,15 +124,85 @@
     const box = svg.viewBox.baseVal;
     svg.style.width = box.width + "px";
     svg.style.height = box.height + "px";
+    minimap(svg);
     fit();
     return svg;
   }
 
-  // The optimized module, grouped; keep: leave the pan and zoom as they are.
-  function showModule(keep) {
+  // ---- the minimap: the whole picture, small and without text, with the part on screen --------
+  function minimap(svg) {
+    const box = svg.viewBox.baseVal;
+    const scale = Math.min(200 / box.width, 140 / box.height);
+    const map = document.createElement("div");
+    map.className = "minimap";
+    map.style.width = Math.ceil(box.width * scale) + "px";
+    map.style.height = Math.ceil(box.height * scale) + "px";
+    const copy = svg.cloneNode(true);
+    for (const t of copy.querySelectorAll("text, title, marker")) t.remove();
+    // No classes or data in the copy (the page's selectors must find only the picture itself):
+    // what the style sheet gave edges and group frames is written on them instead.
+    for (const e of copy.querySelectorAll("path:not([fill])")) { e.setAttribute("fill", "none"); e.setAttribute("stroke", "#90a4ae"); }
+    for (const e of copy.querySelectorAll("rect:not([fill])")) { e.setAttribute("fill", "#f5f7f8"); e.setAttribute("stroke", "#b0bec5"); }
+    for (const e of copy.querySelectorAll("[class], [data-name], [data-names], [data-group], [data-fusion]")) {
+      for (const a of ["class", "data-name", "data-names", "data-group", "data-fusion"]) e.removeAttribute(a);
+    }
+    for (const e of copy.querySelectorAll("[marker-end]")) e.removeAttribute("marker-end");
+    copy.removeAttribute("style");
+    copy.setAttribute("width", box.width * scale);
+    copy.setAttribute("height", box.height * scale);
+    copy.classList.add("overview");
+    map.appendChild(copy);
+    const port = document.createElement("div");
+    port.className = "port";
+    map.appendChild(port);
+    map.dataset.scale = scale;
+    map.title = "the whole picture: click to go there";
+    view.appendChild(map);
+    const go = (e) => {
+      const r = map.getBoundingClientRect();
+      const px = (e.clientX - r.left) / scale, py = (e.clientY - r.top) / scale;
+      state.x = view.clientWidth / 2 - px * state.scale;
+      state.y = view.clientHeight / 2 - py * state.scale;
+      apply();
+    };
+    map.addEventListener("mousedown", (e) => { e.stopPropagation(); go(e); drag = {map: true}; });
+    map.addEventListener("mousemove", (e) => { if (drag && drag.map) go(e); });
+  }
+
+  function updateMinimap() {
+    const map = view.querySelector(".minimap");
+    const svg = view.querySelector("svg:not(.overview)");
+    if (!map || !svg) return;
+    const box = svg.viewBox.baseVal, k = Number(map.dataset.scale);
+    const whole = box.width * state.scale <= view.clientWidth && box.height * state.scale <= view.clientHeight;
+    map.classList.toggle("hidden", whole);
+    const port = map.querySelector(".port");
+    port.style.left = Math.max(0, -state.x / state.scale * k) + "px";
+    port.style.top = Math.max(0, -state.y / state.scale * k) + "px";
+    port.style.width = Math.min(box.width * k, view.clientWidth / state.scale * k) + "px";
+    port.style.height = Math.min(box.height * k, view.clientHeight / state.scale * k) + "px";
+  }
+
+  // The pane's room for a picture at scale 1 (less the caption and the legend).
+  function room() { return [view.clientWidth - 24, view.clientHeight - 70]; }
+
+  // The optimized module, grouped; keep: leave the pan and zoom as they are; fresh: choose again
+  // which groups are open, as many as fit the pane (the first picture, collapse all, focus).
+  function showModule(keep, fresh) {
     const at = {x: state.x, y: state.y, scale: state.scale};
+    if (fresh || !shownOnce) graph.firstView(...room());
+    shownOnce = true;
     state.view = "module";
-    const svg = place("optimized module: " + graph.boxes() + " boxes; click a group to open it, its title to close it", graph.svg());
+    const focus = graph.focused() === graph.root ? "" : " \u00b7 focused on " +
+      graph.ancestors(graph.focused()).reverse().slice(1).map((id) => graph.groups.get(id).label).join(" \u203a ");
+    const svg = place("optimized module" + focus + ": " + graph.boxes() + " boxes; click a group to open it, its title to close it", graph.svg());
+    const focusable = state.selected && graph.groupOf(state.selected);
+    view.insertAdjacentHTML("beforeend", '<div class="tools">' +
+      '<button data-act="expand" title="open every group, level by level, while the picture stays readable">Expand all</button>' +
+      '<button data-act="collapse" title="close every group">Collapse all</button>' +
+      (focusable && focusable.depth ? '<button data-act="focus" title="draw only the group of the selected instruction">Focus on ' +
+        esc(focusable.label) + "</button>" : "") +
+      (graph.focused() !== graph.root ? '<button data-act="unfocus" title="the whole module again">Whole module</button>' : "") + "</div>");
     view.insertAdjacentHTML("beforeend", '<div class="legend">' + (data.legend || []).map((l) => '<span style="background:' + l[1] +
       ";border-color:" + l[2] + ";color:" + l[3] + '">' + esc(l[0]) + "</span>").join("") + '<span class="scope">group (op_name scope)</span></div>');
     if (keep && svg) { Object.assign(state, at); apply(); }
@@ -150,6 +227,8 @@
   }
 
   view.addEventListener("click", (e) => {
+    const tool = e.target.closest(".tools button");
+    if (tool) { groupTool(tool.dataset.act); return; }
     const box = e.target.closest("g.scope-box");
     if (box) { regroup(() => graph.toggle(box.dataset.group), box); return; }
     const title = e.target.closest("g.cluster text");
@@ -162,6 +241,26 @@
     const node = e.target.closest("g.node.fusion");
     if (node) regroup(() => graph.toggleFusion(node.dataset.name), null);
   });
+
+  // The graph's own buttons: expand all, collapse all, focus on a group and back.
+  function groupTool(act, group) {
+    if (act === "expand") {
+      const closed = graph.expandAll();
+      showModule(false);
+      if (closed) view.querySelector(".caption").textContent += " (" + closed + " groups stay closed: more would not be readable)";
+    } else if (act === "collapse") {
+      graph.collapseAll();
+      showModule(false);
+    } else if (act === "focus") {
+      const g = group || graph.groupOf(state.selected);
+      if (g) graph.focus(g.id);
+      showModule(false, true);
+      if (state.selected) mark(state.selected);
+    } else if (act === "unfocus") {
+      graph.focus(graph.root);
+      showModule(false, true);
+    }
+  }
 
   function showGraph(g) {
     if (g === state.view && view.querySelector("g.node")) return;
@@ -184,23 +283,28 @@
   }
 
   function apply() {
-    const svg = view.querySelector("svg");
+    const svg = view.querySelector("svg:not(.overview)");
     if (svg) svg.style.transform = "translate(" + state.x + "px," + state.y + "px) scale(" + state.scale + ")";
+    updateMinimap();
   }
 
+  // As large as fits, but never below MIN_SCALE: a picture larger than the pane shows its top
+  // (where the program starts), and the minimap shows the rest.
   function fit() {
-    const svg = view.querySelector("svg");
+    const svg = view.querySelector("svg:not(.overview)");
     if (!svg) return;
     const box = svg.viewBox.baseVal;
     const w = view.clientWidth, h = view.clientHeight;
-    state.scale = Math.min(1.5, Math.min(w / box.width, h / box.height) * 0.95);
-    state.x = (w - box.width * state.scale) / 2;
-    state.y = Math.max(10, (h - box.height * state.scale) / 2);
+    state.scale = Math.max(MIN_SCALE, Math.min(MAX_SCALE, Math.min(w / box.width, (h - 40) / box.height) * 0.95));
+    // A chart too wide for the pane starts at its left edge (its labels); a graph, centred.
+    const chart = state.view === "memory" || state.view === "profile";
+    state.x = box.width * state.scale > w && chart ? 0 : (w - box.width * state.scale) / 2;
+    state.y = box.height * state.scale <= h - 40 ? Math.max(24, (h - box.height * state.scale) / 2) : 24;
     apply();
   }
 
   function zoomAt(factor, cx, cy) {
-    const next = Math.min(8, Math.max(0.02, state.scale * factor));
+    const next = Math.min(8, Math.max(MIN_SCALE, state.scale * factor));
     state.x = cx - (cx - state.x) * (next / state.scale);
     state.y = cy - (cy - state.y) * (next / state.scale);
     state.scale = next;
@@ -214,11 +318,11 @@
   }, {passive: false});
   let drag = null;
   view.addEventListener("mousedown", (e) => {
-    if (e.target.closest("g.node")) return;
+    if (e.target.closest("g.node, .minimap, .tools")) return;
     drag = {x: e.clientX - state.x, y: e.clientY - state.y};
     view.classList.add("dragging");
   });
-  window.addEventListener("mousemove", (e) => { if (drag) { state.x = e.clientX - drag.x; state.y = e.clientY - drag.y; apply(); } });
+  window.addEventListener("mousemove", (e) => { if (drag && !drag.map) { state.x = e.clientX - drag.x; state.y = e.clientY - drag.y; apply(); } });
   window.addEventListener("mouseup", () => { drag = null; view.classList.remove("dragging"); });
   view.addEventListener("click", (e) => {
     const node = e.target.closest("g.node");
@@ -237,7 +341,7 @@
     const ctm = node.getCTM(), root = svg.getCTM();
     const px = (ctm.e - root.e) / root.a + box.x + box.width / 2 - vb.x;
     const py = (ctm.f - root.f) / root.d + box.y + box.height / 2 - vb.y;
-    state.scale = Math.max(state.scale, 0.8);
+    state.scale = Math.max(state.scale, MIN_SCALE);
     state.x = view.clientWidth / 2 - px * state.scale;
     state.y = view.clientHeight / 2 - py * state.scale;
     apply();
@@ -298,7 +402,8 @@
     if (o.fusion_kind) html += "<dt>fusion kind</dt><dd>" + esc(o.fusion_kind) + " (" + o.members.length + " instructions) &middot; " +
       '<a data-open-fusion="' + esc(name) + '">open or close it in the graph</a></dd>';
     const scope = graph.groupOf(name);
-    if (scope && scope.depth) html += "<dt>group</dt><dd>" + graph.ancestors(scope.id).reverse().slice(1).map((id) => esc(graph.groups.get(id).label)).join(" &rsaquo; ") + "</dd>";
+    if (scope && scope.depth) html += "<dt>group</dt><dd>" + graph.ancestors(scope.id).reverse().slice(1).map((id) => esc(graph.groups.get(id).label)).join(" &rsaquo; ") +
+      ' &middot; <a data-focus-group="' + esc(scope.id) + '">focus on it</a></dd>';
     if (o.kernel) html += "<dt>kernel</dt><dd><code>" + esc(o.kernel) + "</code></dd>";
     if (o.buffer) html += "<dt>buffer</dt><dd>" + esc(o.buffer) + "</dd>";
     if (o.sharding) html += "<dt>sharding</dt><dd>" + esc(o.split) + ": <code>" + esc(o.sharding) + "</code></dd>";

@@ -9,12 +9,26 @@
 //   graph.toggle("g:jvp(loss)"); graph.reveal("dot.3"); graph.toggleFusion("fusion.2");
 //
 // Scalar constants are left out (as XLA's graph dumps inline them): their value is in their users'
-// HLO lines. A group with more instructions of its own than MAX_MEMBERS is cut into runs of
-// consecutive instructions, so that a module without op_names still opens a piece at a time.
+// HLO lines. The ENTRY's parameters (and its array constants), when there are more than a few, are
+// gathered into one closed group of their own, as Model Explorer gathers a model's inputs. More than
+// MAX_LOOSE instructions outside any scope beside the scopes get a group of their own; a group with
+// more instructions of its own than MAX_MEMBERS is cut into runs of consecutive instructions, so
+// that a module without op_names -- or an optimizer's update of every weight -- opens a piece at a time.
+//
+// Level of detail: firstView(width, height) opens groups breadth first only while the layout still
+// fits the given pane at scale 1 (labels 11 px; up to 1.35 times its width and 2.5 times its height,
+// the minimap shows the rest), so the first picture of a module of any size is readable; expandAll / collapseAll / focus(group) change what is open, never the text size.
 (function () {
   "use strict";
-  const FIRST_BOXES = 40;  // at first, groups are opened breadth first while the boxes fit this
-  const MAX_MEMBERS = 80;
+  const FIRST_BOXES = 40;  // without a pane size, groups are opened breadth first while the boxes fit this
+  const MAX_MEMBERS = 40;
+  const MAX_LOOSE = 6;  // instructions outside any scope beside the scopes, before they get a group of their own
+  const GATHER = 4;  // more parameters (or array constants) than this are gathered into one group
+  const EXPAND_ALL_BOXES = 400;
+  const TALL = 2.5, WIDE = 1.35;
+  const LONG_WIDTH = 1400;  // a first layout wider than this is laid out again without its long edges
+  const FIRST_VIEW_BOXES = 60, FIRST_VIEW_MS = 1500;  // the first picture's budget: boxes, and time spent trying
+  const LONG_RANKS = 3;  // edges running further are left out of the second layout (see layout())  // expandAll opens level by level while the picture stays under this
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
   const clip = (s, n) => (s.length > n ? s.slice(0, n - 1) + "\u2026" : s);
 
@@ -57,9 +71,13 @@
     // The scope every instruction shares (jit(f)) is the module itself: it is left out.
     const firsts = new Set(names.map((n) => path(instrs[n])).filter((p) => p.length).map((p) => p[0]));
     const skip = firsts.size === 1 ? 1 : 0;
+    const gathered = {parameter: names.filter((n) => instrs[n].opcode === "parameter"),
+      constant: names.filter((n) => instrs[n].opcode === "constant")};
     for (const n of names) {
       const o = instrs[n];
-      const g = group(path(o).slice(skip));
+      const kind = gathered[o.opcode] && gathered[o.opcode].length > GATHER ? o.opcode : null;
+      const g = kind ? group(["#" + kind + "s"]) : group(path(o).slice(skip));
+      if (kind) g.label = gathered[kind].length + " " + kind + "s";
       g.members.push(n);
       home.set(n, g.id);
     }
@@ -76,18 +94,37 @@
         groups.delete(only.id);
       }
     }
-    // Cut long runs of a group's own instructions (in schedule order) into pieces.
-    for (const g of [...groups.values()]) {
-      if (g.members.length <= MAX_MEMBERS || (g === root && g.groups.length === 0 && g.members.length <= FIRST_BOXES)) continue;
-      const members = g.members;
+    // Cut long runs of a group's own instructions (in schedule order) into pieces. Beside subgroups
+    // they go into one group of their own first ("instructions outside any scope"); runs of more
+    // than MAX_MEMBERS are cut into at most MAX_MEMBERS pieces a level, so any number of loose
+    // instructions opens a readable piece at a time.
+    function addGroup(parent, id, label, members) {
+      const g = {id, label, parent: parent.id, groups: [], members, size: 0, depth: parent.depth + 1};
+      groups.set(id, g);
+      parent.groups.push(id);
+      for (const n of members) home.set(n, id);
+      return g;
+    }
+    function cut(g, members, first, total, noun) {
+      if (members.length <= MAX_MEMBERS) { g.members = members; for (const n of members) home.set(n, g.id); return; }
       g.members = [];
-      for (let i = 0; i < members.length; i += MAX_MEMBERS) {
-        const piece = members.slice(i, i + MAX_MEMBERS);
-        const id = g.id + "#" + i;
-        groups.set(id, {id, label: "instructions " + (i + 1) + "\u2013" + (i + piece.length) + " of " + members.length,
-          parent: g.id, groups: [], members: piece, size: 0, depth: g.depth + 1});
-        g.groups.push(id);
-        for (const n of piece) home.set(n, id);
+      const pieces = Math.min(MAX_MEMBERS, Math.ceil(members.length / MAX_MEMBERS));
+      const run = Math.ceil(members.length / pieces);
+      for (let i = 0; i < members.length; i += run) {
+        const piece = members.slice(i, i + run);
+        const at = first + i;
+        cut(addGroup(g, g.id + "#" + at, noun + " " + (at + 1) + "\u2013" + (at + piece.length) + " of " + total, []),
+          piece, at, total, noun);
+      }
+    }
+    for (const g of [...groups.values()]) {
+      const members = g.members;
+      if (g.groups.length && members.length > (g === root ? MAX_LOOSE : MAX_MEMBERS)) {
+        g.members = [];
+        const own = addGroup(g, g.id + "#own", g === root ? "outside any scope" : g.label + " itself", []);
+        cut(own, members, 0, members.length, "instructions");
+      } else if (members.length > MAX_MEMBERS && !(g === root && !g.groups.length && members.length <= FIRST_BOXES)) {
+        cut(g, members, 0, members.length, g.id === "g:#parameters" ? "parameters" : g.id === "g:#constants" ? "constants" : "instructions");
       }
     }
     (function count(g) {
@@ -97,6 +134,7 @@
 
     const open = new Set([root.id]);
     const openFusions = new Set();
+    let focused = root.id;  // the group drawn as the whole picture (focus)
     // Open breadth first while the boxes drawn stay within FIRST_BOXES.
     (function openFirst() {
       let boxes = root.groups.length + root.members.length;
@@ -124,6 +162,7 @@
         for (const n of g.members) rep.set(n, id);
         for (const c of g.groups) under(groups.get(c), id);
       }
+      const top = groups.get(focused) || root;
       (function walk(g, parent) {
         for (const c of g.groups) {
           const child = groups.get(c);
@@ -145,7 +184,7 @@
             rep.set(n, n);
           }
         }
-      })(root, null);
+      })(top, null);
       const edges = new Map();
       const add = (a, b) => { if (a && b && a !== b) edges.set(a + "\u0000" + b, [a, b]); };
       const out = (n) => (openFusions.has(n) && rep.get(n) === undefined ? rep.get(instrs[n].fused_root) : rep.get(n));
@@ -163,7 +202,7 @@
             }
           }
           o.operands.forEach((x, i) => { for (const m of params[i] || []) add(out(x), rep.get(m)); });
-        } else {
+        } else if (rep.has(n)) {
           for (const x of o.operands) if (shown.has(x)) add(out(x), rep.get(n));
         }
       }
@@ -176,6 +215,8 @@
       return o && o.opcode === "parameter" && o.op_name && !o.op_name.includes("/") ? o.op_name : n;
     }
     function lines(node) {
+      if (node.group && node.group.id === "g:#parameters") return [node.group.label, "the program's inputs"];
+      if (node.group && node.group.id === "g:#constants") return [node.group.label, "arrays held in the program"];
       if (node.group) return [node.group.label, node.group.size + " instructions"];
       const o = instrs[node.name];
       const second = (o.opcode === "fusion" ? "fusion " + (o.fusion_kind || "") : o.opcode) + " " + o.shape;
@@ -195,25 +236,49 @@
     }
 
     const layouts = new Map();
+    // A wide picture is laid out twice: once with every edge, then without the edges that ran more than LONG_RANKS
+    // ranks (each one's dummy nodes widen every rank it crosses: a forward block wired to the
+    // backward pass at the bottom pushes the blocks apart). A node whose edges in (or out) were all
+    // long keeps its shortest, so that it still sits below what feeds it. The long edges are then
+    // drawn as light curves straight from source to target ("long" in the picture).
     function layout() {
-      const key = [...open].sort().join("|") + "||" + [...openFusions].sort().join("|");
+      const key = focused + "||" + [...open].sort().join("|") + "||" + [...openFusions].sort().join("|");
       if (layouts.has(key)) return layouts.get(key);
       const v = visible();
-      const g = new dagre.graphlib.Graph({compound: true});
-      g.setGraph({rankdir: "TB", nodesep: 16, ranksep: 34, marginx: 16, marginy: 16});
-      g.setDefaultEdgeLabel(() => ({}));
-      for (const c of v.clusters) g.setNode(c.id, {});
+      const started = performance.now();
       for (const node of v.nodes) {
         node.text = lines(node).map((t) => clip(t, 34));
-        const width = Math.max(...node.text.map((t) => t.length)) * 6.4 + 18;
-        g.setNode(node.id, {width: Math.max(60, width), height: 14 * node.text.length + 10});
+        node.width = Math.max(60, Math.max(...node.text.map((t) => t.length)) * 6.4 + 18);
+        node.height = 14 * node.text.length + 10;
       }
-      for (const c of v.clusters) if (c.parent) g.setParent(c.id, c.parent);
-      for (const node of v.nodes) if (node.parent) g.setParent(node.id, node.parent);
-      for (const [a, b] of v.edges) g.setEdge(a, b);
-      const started = performance.now();
-      dagre.layout(g);
-      const result = {graph: g, visible: v, ms: performance.now() - started};
+      const build = (edges) => {
+        const g = new dagre.graphlib.Graph({compound: true});
+        g.setGraph({rankdir: "TB", nodesep: 16, ranksep: 34, marginx: 16, marginy: 16});
+        g.setDefaultEdgeLabel(() => ({}));
+        for (const c of v.clusters) g.setNode(c.id, {});
+        for (const node of v.nodes) g.setNode(node.id, {width: node.width, height: node.height});
+        for (const c of v.clusters) if (c.parent) g.setParent(c.id, c.parent);
+        for (const node of v.nodes) if (node.parent) g.setParent(node.id, node.parent);
+        for (const [a, b] of edges) g.setEdge(a, b);
+        dagre.layout(g);
+        return g;
+      };
+      let g = build(v.edges);
+      const rank = 34 + 38;
+      const span = (e) => Math.abs(g.node(e[1]).y - g.node(e[0]).y) / rank;
+      const wide = extent(g).W > LONG_WIDTH;
+      const long = new Set(wide ? v.edges.filter((e) => span(e) > LONG_RANKS) : []);
+      if (long.size) {
+        for (const end of [0, 1]) {  // keep the shortest edge of a node whose edges are all long
+          const byNode = new Map();
+          for (const e of v.edges) (byNode.get(e[1 - end]) || byNode.set(e[1 - end], []).get(e[1 - end])).push(e);
+          for (const edges of byNode.values()) {
+            if (edges.every((e) => long.has(e))) long.delete(edges.reduce((a, b) => (span(a) <= span(b) ? a : b)));
+          }
+        }
+        g = build(v.edges.filter((e) => !long.has(e)));
+      }
+      const result = {graph: g, visible: v, long: v.edges.filter((e) => long.has(e)), ms: performance.now() - started};
       layouts.set(key, result);
       return result;
     }
@@ -230,12 +295,24 @@
       return d + " L" + f(points[points.length - 1]);
     }
 
+    // The picture's bounds: dagre may route an edge around the nodes, outside the size it reports.
+    function extent(graph) {
+      const size = graph.graph();
+      let x0 = 0, y0 = 0, x1 = size.width || 100, y1 = size.height || 60;
+      for (const e of graph.edges()) {
+        for (const p of graph.edge(e).points || []) {
+          x0 = Math.min(x0, p.x - 8); y0 = Math.min(y0, p.y - 8); x1 = Math.max(x1, p.x + 8); y1 = Math.max(y1, p.y + 8);
+        }
+      }
+      x0 = Math.floor(x0); y0 = Math.floor(y0);
+      return {x0, y0, W: Math.ceil(x1 - x0), H: Math.ceil(y1 - y0)};
+    }
+
     function svg() {
       const {graph, visible: v} = layout();
-      const size = graph.graph();
-      const W = Math.ceil(size.width || 100), H = Math.ceil(size.height || 60);
+      const {x0, y0, W, H} = extent(graph);
       const palette = data.palette || {};
-      let out = '<svg xmlns="http://www.w3.org/2000/svg" class="module-graph" viewBox="0 0 ' + W + " " + H + '" width="' + W + '" height="' + H + '">' +
+      let out = '<svg xmlns="http://www.w3.org/2000/svg" class="module-graph" viewBox="' + x0 + " " + y0 + " " + W + " " + H + '" width="' + W + '" height="' + H + '">' +
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">' +
         '<path d="M0,0 L10,5 L0,10 z" fill="#90a4ae"/></marker></defs>';
       const depth = (c) => (c.group ? c.group.depth : ancestors(home.get(c.fusion)).length);
@@ -251,6 +328,13 @@
         const points = graph.edge(e).points || [];
         if (!points.length) continue;
         out += '<path class="edge" marker-end="url(#arrow)" d="' + curve(points) + '"/>';
+      }
+      for (const [a, b] of layout().long) {  // from the bottom of one box to the top of the other
+        const s = graph.node(a), t = graph.node(b);
+        const y0 = s.y + (t.y >= s.y ? s.height / 2 : -s.height / 2), y1 = t.y + (t.y >= s.y ? -t.height / 2 : t.height / 2);
+        const bend = Math.max(40, Math.abs(y1 - y0) / 3) * (y1 >= y0 ? 1 : -1);
+        out += '<path class="edge long" marker-end="url(#arrow)" d="M' + s.x.toFixed(1) + "," + y0.toFixed(1) + " C" + s.x.toFixed(1) + "," +
+          (y0 + bend).toFixed(1) + " " + t.x.toFixed(1) + "," + (y1 - bend).toFixed(1) + " " + t.x.toFixed(1) + "," + y1.toFixed(1) + '"/>';
       }
       for (const node of v.nodes) {
         const box = graph.node(node.id);
@@ -281,15 +365,66 @@
       return out + "</svg>";
     }
 
+    // Open groups breadth first from the focused one, each kept only if the picture still fits a
+    // pane of width x height at scale 1 (a layout is cheap next to a picture no one can read).
+    function firstView(width, height) {
+      for (const id of [...open]) if (id !== root.id && !ancestors(focused).includes(id)) open.delete(id);
+      openFusions.clear();
+      // Programs read top to bottom: a picture may run to TALL times the pane's height (the
+      // minimap shows the rest), and a little wider than the pane.
+      const fits = () => { const e = extent(layout().graph); return e.W <= WIDE * width && e.H <= TALL * height; };
+      const started = performance.now();
+      let boxes = layout().visible.nodes.length;
+      // The program's own scopes first, breadth first; then the groups made here (runs of
+      // instructions outside a scope) if there is still room. Gathered parameters and constants
+      // stay closed: they open when asked.
+      for (const made of [false, true]) {
+        const queue = [...groups.get(focused).groups];
+        while (queue.length && performance.now() - started < FIRST_VIEW_MS) {
+          const id = queue.shift();
+          const g = groups.get(id);
+          if (open.has(id)) { queue.push(...g.groups); continue; }
+          const more = g.groups.length + g.members.length - 1;
+          if (boxes + more > FIRST_VIEW_BOXES || /^g:#(parameters|constants)/.test(id) || id.includes("#") !== made) continue;
+          open.add(id);
+          if (fits()) { queue.push(...g.groups); boxes += more; } else open.delete(id);
+        }
+      }
+    }
+
+    // Open level by level while the picture stays under EXPAND_ALL_BOXES boxes; the number of
+    // groups left closed.
+    function expandAll() {
+      let level = [...groups.get(focused).groups].filter((id) => !open.has(id));
+      const boxes = () => layout().visible.nodes.length;
+      while (level.length) {
+        for (const id of level) open.add(id);
+        if (boxes() > EXPAND_ALL_BOXES) { for (const id of level) open.delete(id); break; }
+        level = level.flatMap((id) => groups.get(id).groups);
+      }
+      return [...groups.values()].filter((g) => !open.has(g.id) && ancestors(g.id).includes(focused)).length;
+    }
+
     return {
       svg,
+      firstView,
+      expandAll,
+      collapseAll() { for (const id of [...open]) if (id !== root.id && !ancestors(focused).includes(id)) open.delete(id); openFusions.clear(); },
+      // Draw only this group's contents (root.id: the whole module again).
+      focus(id) {
+        if (!groups.has(id)) return;
+        focused = id;
+        for (const a of ancestors(id)) open.add(a);
+      },
+      focused: () => focused,
+      root: root.id,
       groups,
       layoutMs: () => layout().ms,
       boxes: () => layout().visible.nodes.length,
       isOpen: (id) => open.has(id),
       // Open or close a group (closing one closes what is inside it).
       toggle(id) {
-        if (!groups.has(id) || id === root.id) return;
+        if (!groups.has(id) || ancestors(focused).includes(id)) return;
         if (open.has(id)) { for (const other of [...open]) if (ancestors(other).includes(id)) open.delete(other); }
         else open.add(id);
       },
@@ -303,6 +438,7 @@
         const at = home.get(o.fusion || name);
         if (at === undefined) return false;
         let changed = false;
+        if (!ancestors(at).includes(focused)) { focused = root.id; changed = true; }
         for (const id of ancestors(at)) if (!open.has(id)) { open.add(id); changed = true; }
         return changed;
       },
