@@ -18,6 +18,7 @@ from xla_teach.api import compile_module
 from xla_teach.tools import render
 from xla_teach.tools.explorer import build_data, explore, explorer_html, structural_diff, write_explorer
 from xla_teach.tools.explorer.dump_index import write_dump_index
+from xla_teach.tools.explorer.kernel_code import unpack
 
 needs_dot = pytest.mark.skipif(not render.have_dot(), reason="Graphviz dot not installed")
 
@@ -132,9 +133,25 @@ def test_data_carries_every_pass_and_each_instruction_s_source_line() -> None:
         assert data.sources[info["source_file"]][info["source_line"]] == lines[info["source_line"] - 1]
         # a product runs as a kernel of its own, or inside the fusion that holds it
         kernel_of = data.instructions[info["fusion"]] if info["fusion"] else info
-        assert kernel_of["kernel"] and "define" in kernel_of["llvm_ir"] and kernel_of["buffer"].startswith("allocation")
+        assert kernel_of["kernel"] and kernel_of["buffer"].startswith("allocation")
+        sections = dict(unpack(data.code)[kernel_of["kernel"]])
+        # the kernel, and the .wrapped function with the loops it calls; optimized; its machine code
+        assert f'define void @"{kernel_of["kernel"]}"' in sections["LLVM IR"]
+        assert f'@"{kernel_of["kernel"]}.wrapped"' in sections["LLVM IR"].split("\n\n", 1)[1]
+        assert "define" in sections["LLVM IR, optimized"] and sections["assembly"].startswith(kernel_of["kernel"] + ":")
     fused = [i for i in data.instructions.values() if i["fusion"]]
     assert fused and all(data.instructions[i["fusion"]]["opcode"] == "fusion" for i in fused)
+
+
+def test_a_gpu_kernel_s_code_is_its_ir_and_its_ptx() -> None:
+    """Compiled for the GPU (no device needed to compile), a kernel's code is its LLVM IR before and
+    after optimization and the PTX ptxas assembles."""
+    data = build_data(compile_module(SOFTMAX, "gpu"), graphs=False)
+    code = unpack(data.code)
+    kernel = next(i["kernel"] for i in data.instructions.values() if i.get("kernel"))
+    sections = dict(code[kernel])
+    assert list(sections) == ["LLVM IR", "LLVM IR, optimized", "PTX"]
+    assert sections["PTX"].startswith(".visible .entry " + kernel) or sections["PTX"].startswith(".entry " + kernel)
 
 
 @needs_dot
@@ -220,6 +237,7 @@ def test_compiled_explore_writes_a_page_and_shows_it_inline(tmp_path: Path) -> N
 def test_explorer_in_a_browser_steps_searches_and_follows_a_source_line(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.wait import WebDriverWait
 
     compiled = mlp_compiled()
     path = compiled.explore(str(tmp_path / "mlp.html"), profile_runs=3).path
@@ -257,7 +275,7 @@ def test_explorer_in_a_browser_steps_searches_and_follows_a_source_line(browser,
     assert "PYTHON SOURCE" in details.upper()
     assert 'x @ params["w1"]' in details or 'h @ params["w2"]' in details
     assert browser.execute_script("return document.querySelectorAll('#graph g.node.selected').length") == 1
-    assert "LLVM IR of" in details
+    WebDriverWait(browser, 5).until(lambda d: "LLVM IR of" in d.find_element(By.ID, "details").text)
     browser.save_screenshot(str(shots / "3_dot_selected.png"))
 
     # Click a fusion's box: its panel opens. "Open it in the graph" draws its fused instructions in a

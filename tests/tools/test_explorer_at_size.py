@@ -103,3 +103,42 @@ def test_every_picture_of_a_model_size_program_is_legible(browser, pages, name: 
     assert_legible(browser, f"{name}: memory")
     assert console_errors(browser) == []
     browser.save_screenshot(str(path.with_suffix(".png")))
+
+
+@pytest.mark.slow
+def test_the_kernel_panel_holds_the_loops_and_the_library_call_with_the_instruction_s_lines_marked(browser, pages):  # type: ignore[no-untyped-def]
+    """The panel's kernel code is the body that runs, not the wrapper that calls it: a fused
+    instruction's panel shows its fusion's kernel with the ``.wrapped`` loops and marks the
+    instruction's own lines; a convolution's shows the runtime-library function it calls."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    def select(name: str) -> list[str]:
+        search = browser.find_element(By.ID, "search")
+        search.clear()
+        search.send_keys(name)
+        search.send_keys(Keys.ENTER)
+        WebDriverWait(browser, 5).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#details .code details"))
+        return browser.execute_script("return [...document.querySelectorAll('#details .code summary')].map(s => s.textContent)")
+
+    browser.get(pages["gpt"][0].as_uri())
+    fused = browser.execute_script(
+        "const d = JSON.parse(document.getElementById('data').textContent);"
+        "return Object.keys(d.instructions).find(n => ['subtract', 'multiply'].includes(d.instructions[n].opcode) &&"
+        " d.instructions[n].fusion && d.instructions[d.instructions[n].fusion].fusion_kind === 'kLoop' &&"
+        " d.instructions[d.instructions[n].fusion].kernel)")
+    titles = select(fused)
+    assert titles[:3] == [t + " of " + titles[0].split(" of ")[1] for t in ("LLVM IR", "LLVM IR, optimized", "assembly")]
+    ir = browser.execute_script("return document.querySelector('#details .code pre').textContent")
+    assert ".wrapped" in ir and " phi " in ir, "the loops of the .wrapped function are in the panel"
+    marked = browser.execute_script("return [...document.querySelectorAll('#details mark.own')].map(m => m.textContent)")
+    assert marked and all(f'%"{fused}' in line for line in marked)
+
+    browser.get(pages["cnn"][0].as_uri())
+    convolution = browser.execute_script(
+        "const d = JSON.parse(document.getElementById('data').textContent);"
+        "return Object.keys(d.instructions).find(n => d.instructions[n].opcode === 'convolution' && d.instructions[n].kernel)")
+    titles = select(convolution)
+    assert any(t.startswith("runtime library: xla_teach_conv") for t in titles), titles
+    assert console_errors(browser) == []

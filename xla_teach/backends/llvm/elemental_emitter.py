@@ -76,6 +76,7 @@ class ElementalEmitter:
                 if hit is not None and hit[0] is index and hit[1] is self.b.block:
                     return hit[2]
                 value = _raw(index)
+                name_value(value, instr.name)
                 self._cache[key] = (index, self.b.block, value)
                 return value
 
@@ -503,3 +504,13 @@ def constant_array(module: ir.Module, instr: HloInstruction) -> IrArray:
 
 def zero_of(ptype_shape: Shape) -> ir.Constant:
     return ir.Constant(compute_type(ptype_shape.element_type), 0)
+
+
+def name_value(value: ir.Value, name: str) -> None:
+    """Give an emitted value the name of the HLO instruction it computes (``%"multiply.17"``), so
+    that the IR says which lines came from which instruction -- the explorer marks them. A value
+    that already has a name (an operand's, passed through by a reshape) keeps it."""
+    # llvmlite numbers a value made without a name (".59")
+    if isinstance(value, ir.Instruction) and (not value.name or value.name.startswith(".")) and not isinstance(
+            value.type, ir.VoidType):
+        value.name = name

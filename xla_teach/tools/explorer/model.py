@@ -5,9 +5,11 @@
   (:mod:`.structural_diff`) and the index of a graph of what changed;
 * ``instructions`` -- every instruction of the optimized module: its HLO line, opcode, shape,
   the front end's ``op_name`` and Python source line, the fusion that holds it, the kernel
-  that computes it (with that function's LLVM IR and, on the GPU, its PTX), its buffer slice,
+  that computes it, its buffer slice,
   and its sharding (in a program for several devices: the graph draws a band whose colour
   stands for how the value is split, and collectives in their own colour);
+* ``code`` -- each kernel's code (its LLVM IR with the ``.wrapped`` function it calls, optimized
+  IR, assembly, runtime-library functions, PTX), packed (:mod:`.kernel_code`);
 * ``sources`` -- the Python lines the metadata points at, read from the files when they exist;
 * ``entry`` and ``palette`` -- the ENTRY computation's name and the colour of each category of op
   (XLA's colours, :mod:`xla_teach.tools.render_style`): the page lays the module's graph out itself,
@@ -21,7 +23,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,9 +33,9 @@ from xla_teach.hlo.parser import parse_hlo
 from xla_teach.hlo.sharding import HloSharding
 from xla_teach.passes.pass_base import PassRecord
 from xla_teach.tools import render_style as style
+from xla_teach.tools.explorer.kernel_code import kernel_code, pack
 from xla_teach.tools.explorer.structural_diff import fusion_owners, structural_diff
 
-MAX_KERNEL_LINES = 400  # of one kernel's IR / PTX in a node panel
 FOCUS_NODES = 80  # boxes in a changed pass's picture of a large module
 
 
@@ -52,6 +53,7 @@ class ExplorerData:
     module_text: str = ""
     memory: dict[str, Any] | None = None  # the ENTRY's buffers over its schedule (see _memory)
     profile: dict[str, Any] | None = None  # measured thunk times (see _profile)
+    code: str = ""  # every kernel's code, packed (kernel_code.pack)
 
     def as_json(self) -> dict[str, Any]:
         return {"title": self.title, "backend": self.backend, "passes": self.passes,
@@ -59,27 +61,7 @@ class ExplorerData:
                 "sources": {f: {str(k): v for k, v in lines.items()} for f, lines in self.sources.items()},
                 "graphs": self.graphs, "entry": self.entry, "palette": self.palette,
                 "legend": self.legend, "moduleText": self.module_text,
-                "memory": self.memory, "profile": self.profile}
-
-
-def _functions(text: str, start: str) -> dict[str, str]:
-    """Function name -> text, for LLVM IR (``define``) or PTX (``.entry``/``.func``) listings."""
-    found: dict[str, str] = {}
-    lines = text.splitlines()
-    pattern = re.compile(r'@"?([^"(\s]+)"?\(' if start == "define" else r"\.(?:entry|func)\s+(?:\([^)]*\)\s*)?(\w+)")
-    for i, line in enumerate(lines):
-        if not line.lstrip().startswith(start if start == "define" else (".entry", ".visible .entry", ".func")):
-            continue
-        match = pattern.search(line)
-        if match is None:
-            continue
-        body = []
-        for following in lines[i:]:
-            body.append(following)
-            if following.startswith("}"):
-                break
-        found[match.group(1)] = "\n".join(body[:MAX_KERNEL_LINES])
-    return found
+                "memory": self.memory, "profile": self.profile, "code": self.code}
 
 
 def _metadata(instr: HloInstruction) -> dict[str, Any]:
@@ -104,10 +86,8 @@ def split_label(sharding: HloSharding) -> str:
     return label + (f", x{copies} copies" if copies > 1 else "")
 
 
-def _instruction_table(module: HloModule, executable: Any) -> dict[str, dict[str, Any]]:
-    artifacts = getattr(executable, "artifacts", None)
-    ir_functions = _functions(getattr(artifacts, "llvm_ir", "") or "", "define")
-    ptx_functions = _functions(getattr(artifacts, "ptx", "") or "", ".entry")
+def _instruction_table(module: HloModule, executable: Any,
+                       code: dict[str, list[list[str]]]) -> dict[str, dict[str, Any]]:
     assignment = executable.buffer_assignment
     owners = fusion_owners(module)
     table: dict[str, dict[str, Any]] = {}
@@ -129,12 +109,8 @@ def _instruction_table(module: HloModule, executable: Any) -> dict[str, dict[str
                 entry["members"] = [i.name for i in instr.fused_computation.instructions if i.opcode != "parameter"]
                 entry["fused_root"] = instr.fused_computation.root.name
             for symbol in kernel_symbols(instr.name):
-                if symbol in ir_functions:
-                    entry["kernel"] = symbol
-                    entry["llvm_ir"] = ir_functions[symbol]
-                if symbol in ptx_functions:
-                    entry["kernel"] = symbol
-                    entry["ptx"] = ptx_functions[symbol]
+                if symbol in code:
+                    entry["kernel"] = symbol  # its code: the page's packed ``code`` (kernel_code.py)
             if sequential is not None and not instr.shape.is_tuple and not instr.shape.is_token:
                 try:
                     piece = sequential.slice(instr)
@@ -324,7 +300,10 @@ def build_data(executable: Any, title: str | None = None, graphs: bool = True,
     module: HloModule = executable.module
     data = ExplorerData(title or module.name, backend=str(getattr(executable, "backend", "")))
     data.module_text = module.to_text()
-    data.instructions = _instruction_table(module, executable)
+    symbols = [s for comp in module.computations for i in comp.instructions for s in kernel_symbols(i.name)]
+    code = kernel_code(getattr(executable, "artifacts", None), symbols)
+    data.instructions = _instruction_table(module, executable, code)
+    data.code = pack(code)
     data.sources = _sources(data.instructions)
     data.memory = _memory(executable)
     if profile_runs > 0:

@@ -436,9 +436,48 @@
         " \u00b5s as separate kernels; fused, " + data.profile.thunks[name].us.toFixed(2) + " \u00b5s. Each one's share of the fusion's time " +
         "follows its time alone (the explorer ran the defused module too).</p>";
     }
-    if (o.llvm_ir) html += "<details><summary>LLVM IR of " + esc(o.kernel) + "</summary><pre>" + esc(o.llvm_ir) + "</pre></details>";
-    if (o.ptx) html += "<details><summary>PTX of " + esc(o.kernel) + "</summary><pre>" + esc(o.ptx) + "</pre></details>";
+    const kernel = o.kernel ? o.kernel : (o.fusion && data.instructions[o.fusion] ? data.instructions[o.fusion].kernel : "");
+    if (kernel) {
+      html += '<h3>Kernel code</h3><div class="code" data-kernel="' + esc(kernel) + '" data-mark="' + esc(name) + '">' +
+        '<p class="stat">' + (o.kernel ? "" : "Computed inside " + nameLink(o.fusion) + "'s kernel; its lines are marked. ") +
+        "Loading the code of " + esc(kernel) + "\u2026</p></div>";
+      showCode(kernel, name);
+    }
     return html;
+  }
+
+  // ---- a kernel's code: inflated from the page's packed sections on first use ----------------
+  let codeTable = null;
+  function kernelCode() {
+    if (!codeTable) {
+      const bytes = Uint8Array.from(atob(data.code || ""), (c) => c.charCodeAt(0));
+      const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+      codeTable = new Response(stream).text().then((text) => JSON.parse(text));
+    }
+    return codeTable;
+  }
+
+  // The sections (LLVM IR, optimized, assembly, runtime library, PTX), each folded, with the lines
+  // that define a value named after the instruction marked (the emitter names them: %"multiply.17").
+  function showCode(kernel, name) {
+    if (!data.code) return;
+    const own = new RegExp('^\\s*%"?' + name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") + '(\\.[0-9]+)*"? =');
+    kernelCode().then((table) => {
+      const box = $("details").querySelector('.code[data-kernel="' + CSS.escape(kernel) + '"][data-mark="' + CSS.escape(name) + '"]');
+      if (!box) return;
+      const sections = table[kernel] || [];
+      let marked = 0;
+      box.innerHTML = (box.querySelector("p.stat") ? box.querySelector("p.stat").outerHTML.replace(/Loading the code of .*$/, "</p>") : "") +
+        sections.map(([title, text], i) => {
+          const lines = text.split("\n").map((line) => {
+            if (!own.test(line)) return esc(line);
+            marked++;
+            return '<mark class="own">' + esc(line) + "</mark>";
+          });
+          return "<details" + (i === 0 ? " open" : "") + "><summary>" + esc(title) + " of " + esc(kernel) + "</summary><pre>" +
+            lines.join("\n") + "</pre></details>";
+        }).join("") + (marked ? '<p class="stat">' + marked + " line(s) compute " + esc(name) + " (marked).</p>" : "");
+    });
   }
 
   // The selected instruction's buffer or thunk (its fusion's, for a fused one) in the memory and
