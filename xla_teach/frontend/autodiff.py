@@ -94,14 +94,17 @@ def _backward_pass(tape: Tape, outputs: Sequence[Tracer], seeds: Sequence[Tracer
                 "gradient through it with xla_teach.frontend.autodiff.stop_gradient", location=None)
         # In the scope its forward equation had under the differentiated function (a named_scope).
         inner = eqn.scope[len(tape.base):].strip("/") if eqn.scope.startswith(tape.base) else ""
-        with name_scope(f"{inner}/transpose({prim.name})" if inner else f"transpose({prim.name})"):
+        # ... and at the source line of the forward equation, as JAX attributes a transpose.
+        with name_scope(f"{inner}/transpose({prim.name})" if inner else f"transpose({prim.name})"), \
+                tape.ctx.at_source(eqn.location):
             in_cts = prim.vjp(out_cts, eqn.inputs, eqn.outputs, **eqn.params)
         for inp, ct in zip(eqn.inputs, in_cts, strict=True):
             if ct is None or id(inp) not in tape.tracked:
                 continue
             if ct.shape != inp.shape or ct.dtype != inp.dtype:
                 raise AssertionError(f"vjp of {prim.name} gave {ct.aval} for an input of {inp.aval}")
-            cts[id(inp)] = add(cts[id(inp)], ct) if id(inp) in cts else ct
+            with tape.ctx.at_source(eqn.location):  # a value used twice: its cotangents add up here
+                cts[id(inp)] = add(cts[id(inp)], ct) if id(inp) in cts else ct
     return cts
 
 

@@ -62,7 +62,7 @@ def trace_closed(fn: Callable[..., Any], in_avals: Sequence[ShapedArray], name: 
     weakly typed (a Python scalar returned for a float32 loop variable) and checked."""
     parent = current_context()
     assert parent is not None
-    sub = parent.builder.create_sub_builder(name)
+    sub = parent.builder.create_sub_builder(name, keep_metadata=True)
     params = [sub.parameter(i, a.hlo_shape(), f"arg_{i}") for i, a in enumerate(in_avals)]
     count = [len(params)]
 
@@ -135,7 +135,7 @@ def _unique(tracers: Sequence[Tracer]) -> list[Tracer]:
 def _wrapper(builder: XlaBuilder, name: str, state_shape: Shape, n_state: int, captures: list[Tracer],
              closed: ClosedTrace, body: bool) -> HloComputation:
     """The HLO-shaped computation: one tuple parameter -> the closed trace's result."""
-    sub = builder.create_sub_builder(name)
+    sub = builder.create_sub_builder(name, keep_metadata=True)
     param = sub.parameter(0, state_shape, "state")
     elements = [sub.get_tuple_element(param, i) for i in range(len(state_shape.tuple_shapes))]
     position = {id(c): n_state + k for k, c in enumerate(captures)}

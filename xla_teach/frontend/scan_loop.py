@@ -80,7 +80,7 @@ def scan_loop(step: ScanStep, init: Sequence[Any], xs: Sequence[Any], length: in
         init_ops, x_ops, const_ops = ops[:n_c], ops[n_c:n_c + len(xs_t)], ops[n_c + len(xs_t):]
         buffers = [_zeros(b, (length, *a.shape), a.dtype) for a in layout.buffer_avals]
         state = b.tuple([b.constant(np.int32(0)), *init_ops, *buffers, *x_ops, *const_ops])
-        cond_b = b.create_sub_builder("region_cond")
+        cond_b = b.create_sub_builder("region_cond", keep_metadata=True)
         counter = cond_b.get_tuple_element(cond_b.parameter(0, state.shape, "state"), 0)
         cond_comp = cond_b.build_computation(cond_b.compare(counter, np.int32(length), "LT"))
         loop = b.while_loop(cond_comp, _scan_body(b, state.shape, layout, closed), state)
@@ -119,7 +119,7 @@ def _zeros(b: XlaBuilder, shape: Sequence[int], dtype: np.dtype) -> XlaOp:
 def _scan_body(builder: XlaBuilder, state_shape: Shape, layout: _ScanLayout, closed: ClosedTrace) -> HloComputation:
     """``region_body``: read ``xs[index]``, run the step, write ``ys[index]`` (and the
     received carry into its buffer), count up."""
-    sub = builder.create_sub_builder("region_body")
+    sub = builder.create_sub_builder("region_body", keep_metadata=True)
     param = sub.parameter(0, state_shape, "state")
     elements = [sub.get_tuple_element(param, i) for i in range(len(state_shape.tuple_shapes))]
     n_c, n_buf, n_x = len(layout.carry_avals), len(layout.buffer_avals), len(layout.x_avals)

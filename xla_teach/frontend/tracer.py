@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from xla_teach.frontend import dtypes
-from xla_teach.frontend.errors import CompilationError, concretization_error, user_frame
+from xla_teach.frontend.errors import CompilationError, SourceLocation, concretization_error, user_frame
 from xla_teach.hlo.attributes import OpMetadata
 from xla_teach.hlo.builder import XlaBuilder, XlaOp
 from xla_teach.hlo.ir import HloComputation
@@ -78,6 +78,20 @@ class TraceContext:
         same_module = parent is not None and parent.builder.module is builder.module
         self.reducers: dict[tuple[Any, ...], HloComputation] = parent.reducers if same_module else {}
         self.closed = False
+        # The source line instructions are attributed to instead of the caller's: a backward pass
+        # is emitted at the grad call, but each transpose belongs to the forward line it
+        # differentiates (as JAX attributes it). Inherited by nested contexts (a loop's body).
+        self.source: SourceLocation | None = parent.source if parent is not None else None
+
+    @contextlib.contextmanager
+    def at_source(self, location: SourceLocation | None) -> Iterator[None]:
+        """Attribute what is built inside to ``location`` (when it is known)."""
+        saved = self.source
+        self.source = location or saved
+        try:
+            yield
+        finally:
+            self.source = saved
 
     def is_ancestor(self, other: TraceContext) -> bool:
         ctx = self.parent
@@ -133,7 +147,7 @@ class TraceContext:
         its pytree path, ``params['w1']``, as JAX writes it) and the user's source line to the
         instructions built inside."""
         fields: dict[str, str | int] = {"op_name": f"{self.name_stack}/{op_name}" if scoped else op_name}
-        loc = user_frame()
+        loc = self.source or user_frame()
         if loc is not None:
             fields["source_file"] = source_path(loc.file)
             fields["source_line"] = loc.line
@@ -229,6 +243,7 @@ class Equation:
     outputs: list[Tracer]
     params: dict[str, Any] = field(default_factory=dict)
     scope: str = ""  # the op_name prefix it was traced under, so its transpose lands in the same scope
+    location: SourceLocation | None = None  # the user's line it was traced at: its transpose's line too
 
 
 class Tape:
@@ -273,7 +288,8 @@ def bind(primitive: Primitive, *args: Any, **params: Any) -> Any:
     outputs = [Tracer(ctx, op) for op in ops]
     for tape in _STATE.tapes:
         if tape.ctx is ctx and any(id(t) in tape.tracked for t in inputs):
-            tape.equations.append(Equation(primitive, inputs, outputs, params, ctx.name_stack))
+            tape.equations.append(Equation(primitive, inputs, outputs, params, ctx.name_stack,
+                                           ctx.source or user_frame()))
             for out in outputs:
                 if dtypes.is_float(out.dtype):
                     tape.track(out)

@@ -87,10 +87,14 @@ class XlaBuilder(ElementwiseMixin, DataMovementMixin, ReductionMixin, ControlFlo
         super().__init__(name, HloModule(name), None, entry_computation_name)
 
     # ---- sub-builders ---------------------------------------------------------------
-    def create_sub_builder(self, computation_name: str) -> XlaBuilder:
-        """A builder for a computation that ops of this builder will call."""
+    def create_sub_builder(self, computation_name: str, keep_metadata: bool = False) -> XlaBuilder:
+        """A builder for a computation that ops of this builder will call; with ``keep_metadata``
+        its ops carry this builder's current metadata too (a loop's plumbing -- its counter, the
+        slices of its inputs -- belongs to the ``scan`` that made it)."""
         sub = XlaBuilder.__new__(XlaBuilder)
         BuilderBase.__init__(sub, computation_name, self.module, self)
+        if keep_metadata:
+            sub.set_op_metadata(self._metadata)
         return sub
 
     def create_scalar_computation(self, opcode: str, element_type: PrimitiveType | str) -> HloComputation:

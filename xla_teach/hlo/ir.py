@@ -125,9 +125,15 @@ class HloInstruction:
                 self.replace_operand_with(i, new)
 
     def replace_all_uses_with(self, new: HloInstruction) -> None:
-        """Make every user read ``new`` instead; ``new`` also becomes root if this was."""
+        """Make every user read ``new`` instead; ``new`` also becomes root if this was.
+
+        Provenance follows the value: ``new`` -- and the instructions made for it that feed only
+        it (the transposes around a canonicalized convolution, a simplifier's broadcast) -- take
+        this instruction's metadata where they have none, as XLA's ``ReplaceInstruction`` gives a
+        replacement its original's ``op_name`` and source line."""
         if new is self:
             return
+        inherit_metadata(new, self)
         for user in list(self._users):
             if user is not new:
                 user.replace_operands(self, new)
@@ -522,3 +528,18 @@ class HloModule:
 
     def __repr__(self) -> str:
         return f"<HloModule {self.name}: {len(self.computations)} computations>"
+
+
+def inherit_metadata(new: HloInstruction, old: HloInstruction) -> None:
+    """Give ``new``, and the operands made only for it, ``old``'s metadata where they have none."""
+    if old.metadata is None or not old.metadata.fields:
+        return
+    stack, seen = [new], set()
+    while stack:
+        instr = stack.pop()
+        if instr.unique_id in seen or instr.opcode == "parameter" or (instr.metadata and instr.metadata.fields):
+            continue
+        seen.add(instr.unique_id)
+        instr.metadata = OpMetadata(dict(old.metadata.fields))
+        # An operand made for this replacement feeds nothing else (it may not be in a computation yet).
+        stack.extend(op for op in instr.operands if all(u.unique_id in seen for u in op.users))

@@ -65,7 +65,7 @@ def gpt_step(layers: int, width: int, seq: int, batch: int, vocab: int, heads: i
 def main() -> None:
     sizes = {"layers": 1, "width": 64, "seq": 32, "batch": 2, "vocab": 128, "heads": 2}
     step, args = gpt_step(**sizes)
-    (HERE / "gpt_step.hlo").write_text(jax.jit(step).lower(*args).as_text("hlo"))
+    (HERE / "gpt_step.hlo").write_text(jax.jit(step).lower(*args).as_text("hlo", debug_info=True))
     (HERE / "gpt_step.json").write_text(json.dumps({"jax": jax.__version__, **sizes}, indent=1) + "\n")
 
 

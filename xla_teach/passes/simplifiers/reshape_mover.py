@@ -40,7 +40,7 @@ After::
 
 from __future__ import annotations
 
-from xla_teach.hlo.ir import HloComputation, HloInstruction
+from xla_teach.hlo.ir import HloComputation, HloInstruction, inherit_metadata
 from xla_teach.hlo.opcodes import is_elementwise
 from xla_teach.passes.pass_base import HloPass
 from xla_teach.passes.rewrite_utils import add_instruction, broadcast_scalar, inverse_permutation
@@ -77,7 +77,14 @@ def move_candidate(instr: HloInstruction) -> HloInstruction | None:
 
 
 def _undo(comp: HloComputation, operand: HloInstruction, rearrange: HloInstruction) -> HloInstruction:
-    """``operand`` brought to the shape ``rearrange`` reads (its "before" dimensions)."""
+    """``operand`` brought to the shape ``rearrange`` reads (its "before" dimensions), with the
+    operand's metadata."""
+    undone = _undo_shape(comp, operand, rearrange)
+    inherit_metadata(undone, operand)
+    return undone
+
+
+def _undo_shape(comp: HloComputation, operand: HloInstruction, rearrange: HloInstruction) -> HloInstruction:
     before_dims = rearrange.operand(0).shape.dimensions
     if operand.shape.rank == 0 and rearrange.shape.rank > 0:
         return operand  # a scalar bound of clamp (or predicate of select) fits any shape
