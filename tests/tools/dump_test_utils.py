@@ -30,6 +30,7 @@ FILE_KINDS: dict[str, str] = {
     "ptx": r"ptx",
     "snapshot": r"snapshot\.\d+\.(pb|npz)",
     "explorer": r"explorer\.html",  # xla_teach's own: the compile explorer (XLA has none)
+    "summary": r"summary\.json",  # xla_teach's own: what tells two modules of one name apart (the index's table)
 }
 
 MODULE_FILE = re.compile(r"^(?:\d+\.)?module_(\d{4,})\.jit_f\.(.+)$")

@@ -185,8 +185,14 @@ def test_dump_writes_the_explorer_and_an_index(tmp_path: Path) -> None:
     explorers = sorted(tmp_path.glob("*.explorer.html"))
     assert [p.name for p in explorers] == ["module_0000.softmax.explorer.html", "module_0001.softmax.explorer.html"]
     index = (tmp_path / "index.html").read_text()
-    assert 'href="module_0000.softmax.explorer.html"' in index and "module 0001" in index
+    assert 'href="module_0000.softmax.explorer.html"' in index and "<td><b>0001</b></td>" in index
     assert "before_optimizations.txt" in index  # the legend
+    # The two softmax modules are told apart: their sizes, kernels and peak memory differ.
+    summaries = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("*.summary.json"))]
+    assert [s["backend"] for s in summaries] == ["cpu", "cpu"] and summaries[0]["peak_bytes"] > summaries[1]["peak_bytes"]
+    assert all(s["kernels"] >= 1 and s["compile_seconds"] > 0 for s in summaries)
+    for summary in summaries:
+        assert f"{summary['instructions_before']} &rarr; {summary['instructions_after']}" in index
 
 
 def test_dump_index_never_replaces_a_page_it_did_not_write(tmp_path: Path) -> None:
@@ -324,9 +330,12 @@ def test_explorer_in_a_browser_steps_searches_and_follows_a_source_line(browser,
     assert "THUNKS BY TIME" in browser.find_element(By.ID, "details").text.upper()
     browser.save_screenshot(str(shots / "6_profile.png"))
     body.send_keys("0")
+    assert not browser.execute_script("return [...document.querySelectorAll('#graph g.node polygon')].filter(p => p.style.fill).length")
+    body.send_keys("h")  # heat on: fills from the times, a band keeps each box's category colour
     painted = browser.execute_script(
         "return [...document.querySelectorAll('#graph g.node polygon')].filter(p => p.style.fill).length")
     assert painted >= 10
+    assert browser.execute_script("return document.querySelectorAll('#graph g.node rect.category').length") == painted
     # The profile estimates the time of each instruction inside a fusion: its panel ranks them, an
     # instruction's panel gives its share, and the scopes add up in the profile's panel.
     browser.execute_script(click, browser.find_element(By.CSS_SELECTOR, f'#graph g.node[data-name="{member}"]'))

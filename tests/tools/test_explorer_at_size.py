@@ -25,6 +25,35 @@ return [...document.querySelectorAll('#graph > svg text')].map(t => [t.textConte
   .map(([text, r]) => [text, r.height]);
 """
 CLICK = "arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))"
+# Every visible label's contrast with what is behind it (WCAG 2): an SVG text against the shape
+# of its own group (a box, a bar) or else the group frame around it or the white page; an HTML
+# text against the first ancestor with a background. Returns the labels under 4.5:1.
+LOW_CONTRAST = """
+const lum = (css) => { const [r, g, b] = (css.match(/[\\d.]+/g) || [0, 0, 0]).slice(0, 3).map(v => { const c = Number(v) / 255;
+  return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4); }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+const opaque = (css) => css && css !== 'none' && !/rgba\\(.*,\\s*0\\)$/.test(css) && css !== 'transparent';
+const visible = (el) => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0 && r.bottom > 0 &&
+  r.top < innerHeight && r.right > 0 && r.left < innerWidth && getComputedStyle(el).visibility !== 'hidden'; };
+const low = [];
+for (const t of document.querySelectorAll('#graph > svg text')) {
+  if (!visible(t)) continue;
+  let back = 'rgb(255, 255, 255)';
+  const shape = t.parentNode.querySelector('polygon, ellipse, rect:not(.category):not(.split)');
+  if (shape && opaque(getComputedStyle(shape).fill)) back = getComputedStyle(shape).fill;
+  else { const frame = t.closest('g.cluster'); if (frame) back = getComputedStyle(frame.querySelector('rect')).fill; }
+  const r = ratio(getComputedStyle(t).fill, back);
+  if (r < 4.5) low.push([t.textContent, getComputedStyle(t).fill, back, r]);
+}
+for (const el of document.querySelectorAll('header, header *, #passes *, #details *, #graph .caption, #graph .legend span, #graph .tools button')) {
+  if (!visible(el) || ![...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+  let a = el, back = null;
+  while (a && !back) { const c = getComputedStyle(a).backgroundColor; if (opaque(c)) back = c; a = a.parentElement; }
+  const r = ratio(getComputedStyle(el).color, back || 'rgb(255, 255, 255)');
+  if (r < 4.5) low.push([el.textContent.slice(0, 40), getComputedStyle(el).color, back, r]);
+}
+return low;
+"""
 
 
 def assert_legible(driver, what: str) -> int:  # type: ignore[no-untyped-def]
@@ -36,13 +65,16 @@ def assert_legible(driver, what: str) -> int:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, int]]:
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, int, bool]]:
+    """The three programs' explorer pages (the GPT's with a profile: heat colours to check)."""
     folder = tmp_path_factory.mktemp("explorer_at_size")
     out = {}
     for name, make in MODELS.items():
         step, args = make()
         compiled = xt.jit(step).lower(*args).compile()
-        out[name] = (compiled.explore(str(folder / f"{name}.html")).path, compiled.executable.module.instruction_count())
+        runs = 2 if name == "gpt" else 0
+        page = compiled.explore(str(folder / f"{name}.html"), profile_runs=runs).path
+        out[name] = (page, compiled.executable.module.instruction_count(), runs > 0)
     return out
 
 
@@ -51,10 +83,11 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, int
 def test_every_picture_of_a_model_size_program_is_legible(browser, pages, name: str) -> None:  # type: ignore[no-untyped-def]
     from selenium.webdriver.common.by import By
 
-    path, instructions = pages[name]
+    path, instructions, profiled = pages[name]
     assert instructions >= 500, f"{name}: {instructions} instructions, not a model-size program"
     browser.get(path.as_uri())
     assert_legible(browser, f"{name}: first picture")
+    assert browser.execute_script(LOW_CONTRAST) == [], f"{name}: labels under 4.5:1 contrast"
     boxes = browser.execute_script("return document.querySelectorAll('#graph > svg g.node, #graph > svg g.scope-box').length")
     assert 3 <= boxes <= 80, f"{name}: {boxes} boxes in the first picture"
     params = browser.execute_script("return document.querySelector('#graph > svg g.scope-box[data-group=\"g:#parameters\"]').textContent")
@@ -101,6 +134,18 @@ def test_every_picture_of_a_model_size_program_is_legible(browser, pages, name: 
     assert_legible(browser, f"{name}: first pass") if browser.find_elements(By.CSS_SELECTOR, "#graph > svg text") else None
     body.send_keys("m")
     assert_legible(browser, f"{name}: memory")
+    assert browser.execute_script(LOW_CONTRAST) == [], f"{name}: memory view"
+    if profiled:  # heat keeps the labels readable: black or white text, the category in a band
+        body.send_keys("0")
+        body.send_keys("h")
+        assert browser.execute_script("return document.querySelectorAll('#graph > svg rect.category').length") > 0
+        assert browser.execute_script(LOW_CONTRAST) == [], f"{name}: heat"
+        browser.execute_script(  # a pass that drew a picture of its change
+            "const d = JSON.parse(document.getElementById('data').textContent);"
+            "document.querySelector('#pass-list li[data-index=\"' + d.passes.findIndex(p => p.graph >= 0) + '\"]').click()")
+        assert browser.execute_script("return document.querySelector('#graph > svg').classList.contains('module-graph')") is False
+        assert not browser.execute_script("return document.querySelectorAll('#graph > svg rect.category, #graph > svg "
+                                          "[style*=fill]').length"), "a pass's picture shows no times of the optimized module"
     assert console_errors(browser) == []
     browser.save_screenshot(str(path.with_suffix(".png")))
 
@@ -142,3 +187,68 @@ def test_the_kernel_panel_holds_the_loops_and_the_library_call_with_the_instruct
     titles = select(convolution)
     assert any(t.startswith("runtime library: xla_teach_conv") for t in titles), titles
     assert console_errors(browser) == []
+
+
+@pytest.mark.slow
+def test_keys_history_and_links_behave(browser, pages):  # type: ignore[no-untyped-def]
+    """After Enter in the search box the keys are shortcuts again; 0 leaves the pass; Back steps
+    through what the reader visited without leaving the page; only real names become links."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    path = pages["rnn"][0]
+    browser.get(path.as_uri())
+    body = browser.find_element(By.TAG_NAME, "body")
+    search = browser.find_element(By.ID, "search")
+    search.send_keys("dot")
+    search.send_keys(Keys.ENTER)
+    selected = browser.find_element(By.CSS_SELECTOR, "#details h2").text.split()[0]
+    body.send_keys("j")
+    assert search.get_attribute("value") == "dot", "j went to the pass list, not into the search box"
+    assert browser.find_elements(By.CSS_SELECTOR, "#passes li.current")
+    first_pass = browser.find_element(By.CSS_SELECTOR, "#passes li.current").get_attribute("data-index")
+    body.send_keys("j")
+    body.send_keys("0")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#passes li.current"), "0 leaves the pass"
+    assert "pass runs" in browser.find_element(By.ID, "details").text
+    browser.back()  # the second pass
+    browser.back()  # the first pass
+    assert browser.current_url.startswith(path.as_uri())
+    assert browser.find_element(By.CSS_SELECTOR, "#passes li.current").get_attribute("data-index") == first_pass
+    browser.back()  # the instruction found by search
+    assert browser.find_element(By.CSS_SELECTOR, "#details h2").text.split()[0] == selected
+    # Notes: a word that is also an instruction's name ("while", "tuple") is not a link.
+    links = browser.execute_script(
+        "const d = JSON.parse(document.getElementById('data').textContent);"
+        "const i = d.passes.findIndex(p => p.name === 'fusion');"
+        "document.querySelector('#pass-list li[data-index=\"' + i + '\"]').click();"
+        "return [...document.querySelectorAll('#details .notes a[data-name]')].map(a => a.dataset.name)")
+    assert links and all(any(c in name for c in "0123456789._-") for name in links)
+    assert console_errors(browser) == []
+
+
+@pytest.mark.slow
+def test_the_dump_index_tells_two_jit_step_modules_apart_without_overlapping_text(browser, tmp_path):  # type: ignore[no-untyped-def]
+    """Two training steps both called jit_step dumped into one folder: the index's rows give each
+    its source line, sizes, kernels and peak memory, and no two pieces of text overlap."""
+    from xla_teach import flags
+
+    with flags.override(xla_dump_to=str(tmp_path)):
+        for name in ("rnn", "cnn"):
+            step, args = MODELS[name]()
+            xt.jit(step).lower(*args).compile()
+    browser.get((tmp_path / "index.html").as_uri())
+    rows = browser.execute_script("return [...document.querySelector('table').querySelectorAll('tbody tr')].map(r => r.innerText)")
+    assert len(rows) == 2 and all("jit_step" in r for r in rows)
+    assert "examples/models.py" in rows[0] and rows[0] != rows[1]
+    overlaps = browser.execute_script("""
+        const boxes = [...document.querySelectorAll('td, th, td *')].filter(e => e.children.length === 0 && e.textContent.trim() && (!e.checkVisibility || e.checkVisibility()))
+          .map(e => [e.textContent.trim().slice(0, 30), e.getBoundingClientRect()]).filter(([, r]) => r.width > 0);
+        const out = [];
+        for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+          const [a, r] = boxes[i], [b, q] = boxes[j];
+          if (r.left < q.right - 1 && q.left < r.right - 1 && r.top < q.bottom - 1 && q.top < r.bottom - 1) out.push([a, b]);
+        }
+        return out;""")
+    assert overlaps == []
+    browser.save_screenshot(str(tmp_path / "index.png"))

@@ -312,9 +312,10 @@ class ModuleDumper:
                 self.writer.write(name, text)
         if self.writer.directory is not None and bool(self.flag_values.get("xla_teach_dump_explorer", True)):
             from xla_teach.tools.explorer import explorer_html
-            from xla_teach.tools.explorer.dump_index import write_dump_index
+            from xla_teach.tools.explorer.dump_index import module_summary, write_dump_index
 
             self.writer.write("explorer.html", explorer_html(executable))
+            self.writer.write("summary.json", module_summary(self.module, executable, self.backend))
             write_dump_index(self.writer.directory)
 
     def snapshot(self, args: list[Any], outputs: list[Any]) -> Path | None:

@@ -4,13 +4,21 @@ A folder written by ``--xla_dump_to`` holds a dozen files per module
 (``module_0003.jit_step.cpu_after_optimizations.txt`` ...). The index groups them by module,
 opens each module's explorer, and explains the names in a legend. It is rewritten after every
 compilation that dumps into the folder.
+
+Two ``jit_step`` modules are told apart by ``module_NNNN.NAME.summary.json`` (written beside the
+explorer, :func:`module_summary`): the Python line the program comes from, when it was
+compiled and how long that took, its size before and after optimization, its kernels and its
+peak memory -- one row each in the index's table.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
+import time
 from pathlib import Path
+from typing import Any
 
 _FILE = re.compile(r"^(?:\d+\.)?module_(\d{4})\.(?:(.+?)\.)?((?:\d{4}\.)?[A-Za-z_]\w*[\w.\-]*)$")
 
@@ -27,48 +35,94 @@ LEGEND = [
     (".s / .ptx", "the machine code: CPU assembly, or PTX for the GPU"),
     (".dot / .html / .svg", "graph drawings of a stage (--xla_dump_hlo_as_dot / _html / _svg)"),
     ("snapshot.N.npz", "a run's inputs and outputs, to replay (xla-teach replay)"),
+    ("summary.json", "xla_teach's own: where the program comes from, its sizes, compile time (this table)"),
     ("debug_options", "the flags the compilation ran with"),
 ]
 
 
+def module_summary(module: Any, executable: Any, backend: str) -> str:
+    """What tells this compilation apart from another of the same name, as JSON."""
+    source = ""
+    for instr in module.entry.instructions:
+        fields = dict(instr.metadata.fields) if instr.metadata else {}
+        if fields.get("source_file") and instr.opcode != "parameter":
+            source = f"{fields['source_file']}:{fields.get('source_line', '?')}"
+            break
+    artifacts = getattr(executable, "artifacts", None)
+    kernels = len(re.findall(r"^define void @", getattr(artifacts, "llvm_ir", "") or "", re.MULTILINE)) or len(
+        re.findall(r"^\.visible \.entry ", getattr(artifacts, "ptx", "") or "", re.MULTILINE))
+    assignment = getattr(executable, "buffer_assignment", None)
+    timings = getattr(executable, "compile_timings", {}) or {}
+    return json.dumps({
+        "source": source, "backend": backend, "compiled_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "compile_seconds": round(sum(timings.values()), 3),
+        "instructions_before": module.instruction_count(), "instructions_after": executable.module.instruction_count(),
+        "kernels": kernels, "peak_bytes": assignment.entry.peak_bytes if assignment is not None else None,
+    }, indent=1) + "\n"
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return ""
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
+
+
 def write_dump_index(directory: str | Path) -> Path:
     directory = Path(directory)
-    modules: dict[str, dict[str, object]] = {}
+    modules: dict[str, dict[str, Any]] = {}
     for path in sorted(directory.iterdir()):
         match = _FILE.match(path.name)
         if not match or path.name == "index.html":
             continue
         module_id, name = match.group(1), match.group(2) or ""
-        entry = modules.setdefault(module_id, {"name": name, "files": []})
+        entry = modules.setdefault(module_id, {"name": name, "files": [], "summary": {}})
         if name and not entry["name"]:
             entry["name"] = name
-        entry["files"].append(path.name)  # type: ignore[union-attr]
+        entry["files"].append(path.name)
+        if path.name.endswith(".summary.json"):
+            try:
+                entry["summary"] = json.loads(path.read_text())
+            except (OSError, ValueError):
+                pass
     rows = []
     for module_id, entry in sorted(modules.items()):
-        files: list[str] = entry["files"]  # type: ignore[assignment]
+        files: list[str] = entry["files"]
+        info: dict[str, Any] = entry["summary"]
         explorer = next((f for f in files if f.endswith(".explorer.html")), None)
-        opener = (f'<a class="open" href="{html.escape(explorer)}">open the explorer</a>' if explorer
+        opener = (f'<a class="open" href="{html.escape(explorer)}">explorer</a>' if explorer
                   else '<span class="none">no explorer</span>')
         links = "".join(f'<li><a href="{html.escape(f)}">{html.escape(f)}</a></li>' for f in files)
-        rows.append(f"<section><h2>module {module_id} <span>{html.escape(str(entry['name']))}</span> {opener}</h2>"
-                    f"<details><summary>{len(files)} files</summary><ul>{links}</ul></details></section>")
+        sizes = (f"{info['instructions_before']} &rarr; {info['instructions_after']}"
+                 if "instructions_before" in info else "")
+        cells = [f"<b>{module_id}</b>", f"<b>{html.escape(str(entry['name']))}</b><br><code>"
+                 f"{html.escape(str(info.get('source', '')))}</code>", html.escape(str(info.get("backend", ""))),
+                 html.escape(str(info.get("compiled_at", ""))),
+                 f"{info['compile_seconds']:.2f} s" if "compile_seconds" in info else "", sizes,
+                 str(info.get("kernels", "")), _size(info.get("peak_bytes")), opener,
+                 f"<details><summary>{len(files)} files</summary><ul>{links}</ul></details>"]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("module", "program, from", "backend", "compiled", "took", "instructions",
+                                             "kernels", "peak memory", "", "files"))
     legend = "".join(f"<tr><td><code>{html.escape(a)}</code></td><td>{html.escape(b)}</td></tr>" for a, b in LEGEND)
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">{MARKER}<title>{html.escape(directory.name)} - xla_teach dumps</title>
 <style>
-body {{ font: 14px/1.45 system-ui, Helvetica, Arial, sans-serif; margin: 1.5em auto; max-width: 60em; color: #212121; }}
-h1 {{ font-size: 20px; }} h2 {{ font-size: 15px; margin: 0.2em 0; }} h2 span {{ color: #546e7a; font-weight: normal; }}
-section {{ border: 1px solid #cfd8dc; border-radius: 6px; padding: 0.5em 0.8em; margin: 0.6em 0; }}
-a.open {{ margin-left: 1em; font-size: 13px; background: #1565c0; color: #fff; padding: 2px 10px; border-radius: 4px;
-          text-decoration: none; }}
-.none {{ margin-left: 1em; font-size: 12px; color: #90a4ae; }}
-ul {{ margin: 0.3em 0; columns: 2; font-size: 12.5px; }} table {{ border-collapse: collapse; font-size: 13px; }}
-td {{ border-top: 1px solid #eceff1; padding: 3px 10px 3px 0; vertical-align: top; }}
+body {{ font: 14px/1.45 system-ui, Helvetica, Arial, sans-serif; margin: 1.5em auto; max-width: 78em; padding: 0 1em;
+        color: #212121; }}
+h1 {{ font-size: 20px; overflow-wrap: anywhere; }} h2 {{ font-size: 15px; margin: 1em 0 0.3em; }}
+table {{ border-collapse: collapse; font-size: 13px; width: 100%; table-layout: auto; }}
+th {{ text-align: left; color: #37474f; border-bottom: 2px solid #cfd8dc; padding: 4px 8px 4px 0; }}
+td {{ border-top: 1px solid #eceff1; padding: 5px 8px 5px 0; vertical-align: top; overflow-wrap: anywhere; }}
+td code {{ color: #455a64; font-size: 12px; }}
+a.open {{ font-size: 13px; background: #1565c0; color: #fff; padding: 2px 10px; border-radius: 4px;
+          text-decoration: none; white-space: nowrap; }}
+.none {{ font-size: 12px; color: #546e7a; }}
+ul {{ margin: 0.3em 0; padding-left: 1.2em; font-size: 12.5px; }}
 </style></head><body>
 <h1>Dumps in {html.escape(str(directory))}</h1>
 <p>{len(modules)} module{'s' if len(modules) != 1 else ''}. Each compilation writes its files under one
 <code>module_NNNN</code> number, as XLA's <code>--xla_dump_to</code> does.</p>
-{''.join(rows)}
+<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>
 <h2>What the file names mean</h2><table>{legend}</table>
 </body></html>
 """

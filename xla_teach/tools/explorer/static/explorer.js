@@ -9,7 +9,7 @@
   const $ = (id) => document.getElementById(id);
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
   // view: "module", a pass picture's index, "memory" or "profile"
-  const state = {pass: -1, view: null, scale: 1, x: 0, y: 0, selected: null};
+  const state = {pass: -1, view: null, scale: 1, x: 0, y: 0, selected: null, heat: false};
   const graph = window.XlaTeachModuleGraph(data);
   // Never drawn smaller than this: the pictures' labels are 11 px at scale 1. A picture larger
   // than the pane is panned, with the minimap for the whole of it; the module graph keeps to what
@@ -63,7 +63,7 @@
     }
     if (p.graph < 0 && p.changed) html += '<p class="stat">No picture of this step (Graphviz was not installed when the page was written).</p>';
     $("details").innerHTML = html;
-    location.replace("#pass-" + p.index);
+    remember("pass-" + p.index);
   }
 
   function nameLink(n) { return '<a data-name="' + esc(n) + '">' + esc(displayName(n)) + "</a>"; }
@@ -91,8 +91,10 @@
   }
 
   // Instruction names inside notes become links.
+  // A plain word that happens to be an instruction's name ("while", "tuple", "dot") stays a word:
+  // only names with a number, a dot, a dash or an underscore (dot.3, param_0, add-dependency) link.
   function linkNames(text) {
-    return text.replace(/[A-Za-z_][\w.\-]*/g, (w) => (data.instructions[w] ? nameLink(w) : w));
+    return text.replace(/[A-Za-z_][\w.\-]*/g, (w) => (data.instructions[w] && /[\d._-]/.test(w) ? nameLink(w) : w));
   }
 
   $("details").addEventListener("click", (e) => {
@@ -202,7 +204,9 @@
       '<button data-act="collapse" title="close every group">Collapse all</button>' +
       (focusable && focusable.depth ? '<button data-act="focus" title="draw only the group of the selected instruction">Focus on ' +
         esc(focusable.label) + "</button>" : "") +
-      (graph.focused() !== graph.root ? '<button data-act="unfocus" title="the whole module again">Whole module</button>' : "") + "</div>");
+      (graph.focused() !== graph.root ? '<button data-act="unfocus" title="the whole module again">Whole module</button>' : "") +
+      (data.profile ? '<button data-act="heat" title="colour the boxes by measured time (h)">' + (state.heat ? "Heat off" : "Heat") + "</button>" : "") +
+      "</div>");
     view.insertAdjacentHTML("beforeend", '<div class="legend">' + (data.legend || []).map((l) => '<span style="background:' + l[1] +
       ";border-color:" + l[2] + ";color:" + l[3] + '">' + esc(l[0]) + "</span>").join("") + '<span class="scope">group (op_name scope)</span></div>');
     if (keep && svg) { Object.assign(state, at); apply(); }
@@ -259,6 +263,9 @@
     } else if (act === "unfocus") {
       graph.focus(graph.root);
       showModule(false, true);
+    } else if (act === "heat" && data.profile) {
+      state.heat = !state.heat;
+      showModule(true);
     }
   }
 
@@ -272,7 +279,7 @@
       const name = nodeName(node);
       if (name) node.dataset.name = name;
     }
-    paintHeat();
+    // No heat here: the profile timed the optimized module's kernels, not this stage's instructions.
     if (state.selected) mark(state.selected);
   }
 
@@ -331,7 +338,13 @@
     selectInstruction(node.dataset.name, true);
   });
   $("fit").addEventListener("click", fit);
-  $("whole").addEventListener("click", () => showModule());
+  $("whole").addEventListener("click", () => { leavePass(); showModule(); summary(); remember("module"); });
+
+  // Back to the optimized module from a pass: no pass is current, the panel is the module's.
+  function leavePass() {
+    state.pass = -1;
+    for (const li of list.children) li.classList.remove("current");
+  }
 
   function centerOn(node) {
     const svg = view.querySelector("svg");
@@ -389,8 +402,32 @@
     markBars();
     $("details").innerHTML = info ? instructionHtml(name, info) :
       "<h2>" + esc(name) + '</h2><p class="stat">Not in the optimized module (a pass removed or renamed it).</p>';
-    location.replace("#instr-" + encodeURIComponent(name));
+    remember("instr-" + encodeURIComponent(name));
   }
+
+  // ---- history: each pass, instruction and view the reader goes to is a step Back returns to ----
+  let restoring = false;
+  function remember(hash) {
+    if (restoring || location.hash === "#" + hash) return;
+    history.pushState(null, "", "#" + hash);
+  }
+
+  function route(hash) {
+    restoring = true;
+    try {
+      if (hash.startsWith("pass-")) {
+        const i = data.passes.findIndex((p) => "pass-" + p.index === hash);
+        if (i >= 0) showPass(i);
+      } else if (hash.startsWith("instr-")) {
+        selectInstruction(decodeURIComponent(hash.slice(6)), false, "module");
+      } else if (hash === "memory") showMemory();
+      else if (hash === "profile") showProfile();
+      else { leavePass(); showModule(); summary(); }
+    } finally {
+      restoring = false;
+    }
+  }
+  window.addEventListener("popstate", () => route(location.hash.slice(1)));
 
   function instructionHtml(name, o) {
     let html = "<h2>" + esc(name) + ' <span class="stat">' + esc(o.opcode) + "</span></h2>";
@@ -554,7 +591,7 @@
       " &middot; steps " + b.start + "&ndash;" + b.end + "</li>").join("") + "</ul>" +
       '<p class="stat">Two buffers can share bytes only if their live ranges do not overlap: every buffer live at the peak overlaps all the others there. Parameters and constants live for the whole run.</p>';
   }
-  $("memory").addEventListener("click", showMemory);
+  $("memory").addEventListener("click", () => { showMemory(); remember("memory"); });
   view.addEventListener("click", (e) => {
     const bar = e.target.closest("g.buffer");
     if (bar) selectInstruction(bar.dataset.name, true);
@@ -572,30 +609,53 @@
     return inside ? inside.members[name] : undefined;
   }
 
+  // WCAG's relative luminance of a CSS colour the browser resolved ("rgb(r, g, b)").
+  function luminance(css) {
+    const [r, g, b] = (css.match(/[\d.]+/g) || ["0", "0", "0"]).slice(0, 3).map((v) => {
+      const c = Number(v) / 255;
+      return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  }
+
+  // Heat on a box: its fill shows the time, a band down its left edge keeps its category colour,
+  // and its text is black or white, whichever contrasts more with the heat colour.
+  function heatBox(node, share) {
+    const shape = node.querySelector("polygon, ellipse");
+    if (!shape) return;
+    const category = shape.getAttribute("fill");
+    shape.style.fill = heat(share);
+    const fill = getComputedStyle(shape).fill;
+    const text = luminance(fill) > 0.179 ? "#000000" : "#ffffff";
+    for (const t of node.querySelectorAll("text")) t.setAttribute("fill", text);
+    const box = shape.getBBox();
+    node.insertAdjacentHTML("beforeend", '<rect class="category" x="' + box.x + '" y="' + box.y + '" width="7" height="' + box.height +
+      '" fill="' + category + '" stroke="' + (shape.getAttribute("stroke") || "#78909c") + '"/>');
+  }
+
+  // One scale for what is drawn: the slowest box shown (a kernel, or a closed group's kernels
+  // together) is red, the others in proportion.
   function paintHeat() {
     const p = data.profile;
-    if (!p) return;
-    const most = Math.max(1e-9, ...Object.values(p.thunks).map((t) => t.us));
-    for (const node of view.querySelectorAll("g.node[data-name]")) {
-      const inFusion = node.closest("svg.module-graph") && insideShare(node.dataset.name);
-      const t = inFusion || p.thunks[node.dataset.name] || p.thunks[(data.instructions[node.dataset.name] || {}).fusion];
-      const shape = node.querySelector("polygon, ellipse");
-      if (t && shape) shape.style.fill = heat(t.us / most);
-    }
-    // A closed group: the time of the thunks inside it, on the same scale.
-    const boxes = view.querySelectorAll("g.scope-box");
-    if (!boxes.length) return;
+    if (!p || !state.heat || state.view !== "module") return;
     const inside = {};
     for (const [name, t] of Object.entries(p.thunks)) {
       const g = graph.groupOf(name);
       if (g) for (const id of graph.ancestors(g.id)) inside[id] = (inside[id] || 0) + t.us;
     }
-    for (const box of boxes) {
+    const shown = [];
+    for (const node of view.querySelectorAll("svg.module-graph g.node[data-name]")) {
+      const t = insideShare(node.dataset.name) || p.thunks[node.dataset.name] || p.thunks[(data.instructions[node.dataset.name] || {}).fusion];
+      if (t) shown.push([node, t.us]);
+    }
+    for (const box of view.querySelectorAll("svg.module-graph g.scope-box")) {
       const us = inside[box.dataset.group];
       if (!us) continue;
-      box.querySelector("polygon").style.fill = heat(Math.min(1, us / most));
+      shown.push([box, us]);
       box.querySelector("title").textContent += "\n" + us.toFixed(1) + " \u00b5s per run inside";
     }
+    const most = Math.max(1e-9, ...shown.map(([, us]) => us));
+    for (const [node, us] of shown) heatBox(node, us / most);
   }
 
   function showProfile() {
@@ -625,8 +685,8 @@
     const ranked = Object.entries(p.thunks).sort((a, b) => b[1].us - a[1].us);
     const total = ranked.reduce((sum, [, t]) => sum + t.us, 0) || 1;
     $("details").innerHTML = "<h2>Profile</h2><p class=stat>Mean over " + p.runs + " runs on fake arguments, after two warm-up runs. " +
-      "In the graph (<kbd>0</kbd>) boxes are coloured by the time of the kernel that computes them, pale to red; inside an " +
-      "opened fusion, by each instruction's estimated share of the fusion's time.</p>" +
+      "In the graph (<kbd>0</kbd>), <b>Heat</b> (<kbd>h</kbd>) colours the boxes by the time of the kernel that computes them, pale to red " +
+      "(a band keeps each box's category colour); inside an opened fusion, by each instruction's estimated share of the fusion's time.</p>" +
       "<h3>Thunks by time</h3><ul>" + ranked.map(([n, t]) => "<li>" + nameLink(n) + " &middot; " + t.us.toFixed(2) + " \u00b5s &middot; " +
       (100 * t.us / total).toFixed(1) + "% &middot; " + esc(t.kind) + "</li>").join("") + "</ul>" + scopesHtml(p, total);
   }
@@ -640,7 +700,7 @@
       '<li style="margin-left:' + (depth(k) - 1) * 1.2 + 'em">' + esc(window.XlaTeachModuleGraph.scopes(k).pop()) + " &middot; " + us.toFixed(2) +
       " \u00b5s &middot; " + (100 * us / total).toFixed(1) + "%</li>").join("") + "</ul>";
   }
-  $("profile").addEventListener("click", showProfile);
+  $("profile").addEventListener("click", () => { showProfile(); remember("profile"); });
   view.addEventListener("click", (e) => {
     const bar = e.target.closest("g.thunk");
     if (bar) selectInstruction(bar.dataset.name, true);
@@ -671,7 +731,11 @@
   }
   search.addEventListener("input", runSearch);
   search.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && hits.length) { selectInstruction(hits[active][0], false, "module"); results.classList.add("hidden"); }
+    if (e.key === "Enter" && hits.length) {  // then the keys are shortcuts again, not the search text
+      selectInstruction(hits[active][0], false, "module");
+      results.classList.add("hidden");
+      search.blur();
+    }
     else if (e.key === "ArrowDown" || e.key === "ArrowUp") {
       e.preventDefault();
       active = (active + (e.key === "ArrowDown" ? 1 : hits.length - 1)) % Math.max(hits.length, 1);
@@ -680,7 +744,7 @@
   });
   results.addEventListener("click", (e) => {
     const d = e.target.closest("div[data-name]");
-    if (d) { selectInstruction(d.dataset.name, false, "module"); results.classList.add("hidden"); }
+    if (d) { selectInstruction(d.dataset.name, false, "module"); results.classList.add("hidden"); search.blur(); }
   });
 
   // ---- keys --------------------------------------------------------------------------------
@@ -692,9 +756,10 @@
     else if (e.key === "+" || e.key === "=") zoomAt(1.25, view.clientWidth / 2, view.clientHeight / 2);
     else if (e.key === "-") zoomAt(0.8, view.clientWidth / 2, view.clientHeight / 2);
     else if (e.key === "/") { e.preventDefault(); search.focus(); }
-    else if (e.key === "0") showModule();
-    else if (e.key === "m") showMemory();
-    else if (e.key === "p") showProfile();
+    else if (e.key === "0") { leavePass(); showModule(); summary(); remember("module"); }
+    else if (e.key === "m") { showMemory(); remember("memory"); }
+    else if (e.key === "p") { showProfile(); remember("profile"); }
+    else if (e.key === "h") groupTool("heat");
   });
   window.addEventListener("resize", fit);
 
@@ -702,16 +767,13 @@
   document.body.classList.add("js");
   showModule();
   window.explorerTimings = {firstPictureMs: performance.now(), layoutMs: graph.layoutMs()};
-  const hash = decodeURIComponent(location.hash.slice(1));
-  if (hash.startsWith("pass-")) {
-    const i = data.passes.findIndex((p) => "pass-" + p.index === hash);
-    if (i >= 0) showPass(i);
-  } else if (hash.startsWith("instr-")) {
-    selectInstruction(hash.slice(6), false, "module");
-  } else {
+  function summary() {
     $("details").innerHTML = '<h2>' + esc(data.title) + '</h2><p>' + data.passes.length + ' pass runs, ' +
       data.passes.filter((p) => p.changed).length + ' changed the module. Pick a pass on the left, or a box in the graph.</p>' +
       '<p class="stat"><kbd>j</kbd>/<kbd>k</kbd> next/previous pass &middot; <kbd>/</kbd> search &middot; <kbd>f</kbd> fit &middot; ' +
-      '<kbd>+</kbd>/<kbd>-</kbd> zoom &middot; <kbd>0</kbd> the optimized module &middot; <kbd>m</kbd> memory &middot; <kbd>p</kbd> profile &middot; drag to pan, wheel to zoom</p>';
+      '<kbd>+</kbd>/<kbd>-</kbd> zoom &middot; <kbd>0</kbd> the optimized module &middot; <kbd>m</kbd> memory &middot; <kbd>p</kbd> profile &middot; ' +
+      '<kbd>h</kbd> heat &middot; drag to pan, wheel to zoom &middot; Back returns to where you were</p>';
   }
+  const hash = location.hash.slice(1);
+  if (hash && hash !== "module") route(hash); else summary();
 })();
