@@ -154,7 +154,6 @@ def test_a_gpu_kernel_s_code_is_its_ir_and_its_ptx() -> None:
     assert sections["PTX"].startswith(".visible .entry " + kernel) or sections["PTX"].startswith(".entry " + kernel)
 
 
-@needs_dot
 def test_page_is_self_contained_and_holds_the_data(tmp_path: Path) -> None:
     exe = compile_module(SOFTMAX, "cpu")
     page = explorer_html(exe)
@@ -164,9 +163,16 @@ def test_page_is_self_contained_and_holds_the_data(tmp_path: Path) -> None:
     payload = re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S)
     assert payload is not None
     data = json.loads(payload.group(1).replace("<\\/", "</"))
-    assert len(data["passes"]) == len(exe.recorder.records) and data["graphs"][0]["svg"].startswith("<svg")
-    changed = [p for p in data["passes"] if p["changed"]]
-    assert sorted(p["graph"] for p in changed) == list(range(len(data["graphs"])))
+    assert len(data["passes"]) == len(exe.recorder.records)
+    # Each changed pass: the piece it touched, before and after, for the page to draw side by side.
+    changed = [p for p in data["passes"] if p["changed"] and not p["skipped"]]
+    assert changed and all(p["sides"] is not None for p in changed)
+    touching = [p for p in changed if p["sides"]["touched"]]
+    assert touching
+    for p in touching:
+        sides = p["sides"]
+        assert set(sides["touched"]) & (set(sides["after"]) | set(sides["before"])), p["name"]
+        assert all(set(i["operands"]) <= set(sides[k]) for k in ("before", "after") for i in sides[k].values())
     # The module graph is laid out in the page, from each instruction's operands, by vendored dagre.
     assert "dagre" in page and "XlaTeachModuleGraph" in page
     entry = [n for n, i in data["instructions"].items() if i["computation"] == data["entry"]]
@@ -268,7 +274,9 @@ def test_explorer_in_a_browser_steps_searches_and_follows_a_source_line(browser,
     assert current.startswith("fusion")
     details = browser.find_element(By.ID, "details").text
     assert "FUSED" in details.upper() and "fusion" in details
-    assert browser.execute_script("return document.querySelector('#graph .caption').textContent") == "after fusion"
+    assert browser.execute_script("return document.querySelector('#graph .caption').textContent").startswith(
+        "fusion: before and after")
+    assert browser.execute_script("return document.querySelectorAll('#graph g.node.touched').length") >= 2
     browser.save_screenshot(str(shots / "2_fusion_pass.png"))
 
     # Search for the dots, take the first: the panel shows its Python line, the same line's

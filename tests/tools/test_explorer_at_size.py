@@ -142,8 +142,8 @@ def test_every_picture_of_a_model_size_program_is_legible(browser, pages, name: 
         assert browser.execute_script(LOW_CONTRAST) == [], f"{name}: heat"
         browser.execute_script(  # a pass that drew a picture of its change
             "const d = JSON.parse(document.getElementById('data').textContent);"
-            "document.querySelector('#pass-list li[data-index=\"' + d.passes.findIndex(p => p.graph >= 0) + '\"]').click()")
-        assert browser.execute_script("return document.querySelector('#graph > svg').classList.contains('module-graph')") is False
+            "document.querySelector('#pass-list li[data-index=\"' + d.passes.findIndex(p => p.sides) + '\"]').click()")
+        assert browser.execute_script("return document.querySelector('#graph > svg').classList.contains('pass-sides')")
         assert not browser.execute_script("return document.querySelectorAll('#graph > svg rect.category, #graph > svg "
                                           "[style*=fill]').length"), "a pass's picture shows no times of the optimized module"
     assert console_errors(browser) == []
@@ -252,3 +252,51 @@ def test_the_dump_index_tells_two_jit_step_modules_apart_without_overlapping_tex
         return out;""")
     assert overlaps == []
     browser.save_screenshot(str(tmp_path / "index.png"))
+
+
+@pytest.mark.slow
+def test_a_pass_shows_before_and_after_side_by_side_and_the_scheduler_its_order(browser, pages):  # type: ignore[no-untyped-def]
+    """A changed pass is drawn before and after in the module graph's own look, what it touched
+    outlined on both sides, one selection on both; the scheduler shows the order it chose; a
+    note's name that fusion absorbed links to what holds it now."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(pages["gpt"][0].as_uri())
+
+    def open_pass(name: str) -> None:
+        browser.execute_script(
+            "const d = JSON.parse(document.getElementById('data').textContent);"
+            "const i = d.passes.findIndex(p => p.name === arguments[0] && p.changed);"
+            "document.querySelector('#pass-list li[data-index=\"' + i + '\"]').click()", name)
+
+    open_pass("fusion")
+    sides = browser.execute_script("return [...document.querySelectorAll('#graph > svg text.side-title')].map(t => t.textContent)")
+    assert sides == ["before fusion", "after fusion"]
+    assert_legible(browser, "fusion's before and after")
+    assert browser.execute_script(LOW_CONTRAST) == []
+    # A fused instruction is outlined on the left, its fusion on the right; one drawn on both sides
+    # (an operand of the change) is selected on both at once.
+    names = browser.execute_script(
+        "const sides = [...document.querySelectorAll('#graph > svg > svg')];"
+        "const at = (k) => new Set([...sides[k].querySelectorAll('g.node[data-name]')].map(n => n.dataset.name));"
+        "const left = at(0), right = at(1); return [...left].filter(n => right.has(n))")
+    assert names, "some instruction appears before and after"
+    browser.execute_script(CLICK, browser.find_element(By.CSS_SELECTOR, f'#graph g.node[data-name="{names[0]}"]'))
+    assert browser.execute_script("return document.querySelectorAll('#graph g.node.selected').length") == 2
+    assert browser.execute_script("return document.querySelectorAll('#graph > svg > svg')[0].querySelectorAll('g.node.touched').length")
+    assert browser.execute_script("return document.querySelectorAll('#graph > svg > svg')[1].querySelectorAll('g.node.touched').length")
+    # A fused member in the pass's list links; its panel names the fusion that holds it now.
+    open_pass("fusion")
+    member = browser.execute_script("const a = [...document.querySelectorAll('#details li.fused a[data-name]')]"
+                                    ".find(a => a !== a.parentNode.firstElementChild); return a && a.dataset.name")
+    assert member
+    browser.execute_script(CLICK, browser.find_element(By.CSS_SELECTOR, f'#details li.fused a[data-name="{member}"]'))
+    panel = browser.find_element(By.ID, "details").text
+    assert "fused into what is now" in panel or member in browser.execute_script(
+        "return Object.keys(JSON.parse(document.getElementById('data').textContent).instructions)")
+
+    open_pass("hlo-memory-scheduler")
+    assert browser.execute_script("return document.querySelector('#graph > svg').classList.contains('order')")
+    assert "moved" in browser.find_element(By.ID, "details").text
+    assert_legible(browser, "the scheduler's order")
+    assert console_errors(browser) == []

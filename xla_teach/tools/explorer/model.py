@@ -14,7 +14,10 @@
 * ``entry`` and ``palette`` -- the ENTRY computation's name and the colour of each category of op
   (XLA's colours, :mod:`xla_teach.tools.render_style`): the page lays the module's graph out itself,
   grouped by op_name scope (``static/module_graph.js``), from each instruction's ``operands``;
-* ``graphs`` -- SVG pictures (Graphviz) of what each changed pass touched;
+* each changed pass's ``sides`` -- the instructions it touched and their neighbours, before and
+  after, which the page draws side by side in its own renderer (:mod:`.pass_view`), and its
+  ``order`` when it changed the ENTRY's schedule; ``renamed`` maps names that fusion absorbed to
+  what holds them in the optimized module;
 * ``memory`` -- the ENTRY computation's schedule and every buffer its peak counts, with live
   ranges, so the page can draw them and name what is live at the peak;
 * ``profile`` (when asked for) -- each thunk's mean time over timed runs after warm-up runs, on
@@ -34,9 +37,8 @@ from xla_teach.hlo.sharding import HloSharding
 from xla_teach.passes.pass_base import PassRecord
 from xla_teach.tools import render_style as style
 from xla_teach.tools.explorer.kernel_code import kernel_code, pack
+from xla_teach.tools.explorer.pass_view import final_names, order_change, pass_sides
 from xla_teach.tools.explorer.structural_diff import fusion_owners, structural_diff
-
-FOCUS_NODES = 80  # boxes in a changed pass's picture of a large module
 
 
 @dataclass
@@ -46,7 +48,6 @@ class ExplorerData:
     passes: list[dict[str, Any]] = field(default_factory=list)
     instructions: dict[str, dict[str, Any]] = field(default_factory=dict)
     sources: dict[str, dict[int, str]] = field(default_factory=dict)
-    graphs: list[dict[str, str]] = field(default_factory=list)  # {"title", "svg"}
     entry: str = ""
     palette: dict[str, list[str]] = field(default_factory=dict)  # category -> [fill, stroke, font]
     legend: list[list[str]] = field(default_factory=list)  # [label, fill, stroke, font], one per colour
@@ -54,14 +55,16 @@ class ExplorerData:
     memory: dict[str, Any] | None = None  # the ENTRY's buffers over its schedule (see _memory)
     profile: dict[str, Any] | None = None  # measured thunk times (see _profile)
     code: str = ""  # every kernel's code, packed (kernel_code.pack)
+    renamed: dict[str, str] = field(default_factory=dict)  # a name notes use -> what holds it now (pass_view)
 
     def as_json(self) -> dict[str, Any]:
         return {"title": self.title, "backend": self.backend, "passes": self.passes,
                 "instructions": self.instructions,
                 "sources": {f: {str(k): v for k, v in lines.items()} for f, lines in self.sources.items()},
-                "graphs": self.graphs, "entry": self.entry, "palette": self.palette,
+                "entry": self.entry, "palette": self.palette,
                 "legend": self.legend, "moduleText": self.module_text,
-                "memory": self.memory, "profile": self.profile, "code": self.code}
+                "memory": self.memory, "profile": self.profile, "code": self.code,
+                "renamed": self.renamed}
 
 
 def _metadata(instr: HloInstruction) -> dict[str, Any]:
@@ -146,18 +149,7 @@ def _pass_entry(record: PassRecord) -> dict[str, Any]:
             "ms": round(record.seconds * 1e3, 3),
             "instructions": [record.instructions_before, record.instructions_after],
             "fusions": [record.fusions_before, record.fusions_after], "notes": list(record.notes),
-            "skipped": record.skipped, "diff": None, "graph": -1}
-
-
-def _svg(module: HloModule | str, **options: Any) -> str | None:
-    from xla_teach.tools import render
-
-    if not render.have_dot():
-        return None
-    try:
-        return render.svg_for_inline(render.render_svg(module, **options))
-    except Exception:  # noqa: BLE001 - a picture that cannot be drawn is left out, the rest stays
-        return None
+            "skipped": record.skipped, "diff": None, "sides": None, "order": None}
 
 
 def _memory(executable: Any) -> dict[str, Any] | None:
@@ -322,30 +314,17 @@ def build_data(executable: Any, title: str | None = None, graphs: bool = True,
             parsed[text] = parse_hlo(text)
         return parsed[text]
 
+    diffs = []
     for record in (recorder.records if recorder is not None else []):
         entry = _pass_entry(record)
         if record.changed and not record.skipped:
-            after = parse(record.after)
-            diff = structural_diff(parse(record.before), after)
+            before, after = parse(record.before), parse(record.after)
+            diff = structural_diff(before, after)
+            diffs.append(diff)
             entry["diff"] = diff.as_json()
-            touched = sorted(diff.touched())
             if graphs:
-                svg = _focused_svg(after, touched)
-                if svg is not None:
-                    entry["graph"] = len(data.graphs)
-                    data.graphs.append({"title": f"after {record.pass_name}", "svg": svg})
+                entry["sides"] = pass_sides(before, after, diff)
+                entry["order"] = order_change(before, after)
         data.passes.append(entry)
+    data.renamed = final_names(diffs, set(data.instructions))
     return data
-
-
-def _focused_svg(module: HloModule, touched: list[str]) -> str | None:
-    """The module after a pass with what it touched outlined; for a large module, only the
-    neighbourhood of the first touched instruction of the ENTRY computation, fusions drawn as one
-    box each and no shapes on the edges (the module graph opens them; Graphviz takes seconds to place
-    edge labels among hundreds of edges)."""
-    entry_names = {i.name for i in module.entry.instructions}
-    if len(module.entry.instructions) <= FOCUS_NODES:
-        return _svg(module, highlight=touched, max_nodes=None)
-    center = next((n for n in touched if n in entry_names), None)
-    return _svg(module, highlight=touched, max_nodes=FOCUS_NODES, center=center, collapse_fusions=True,
-                edge_shapes=False)

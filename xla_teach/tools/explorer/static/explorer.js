@@ -49,7 +49,8 @@
     for (const li of list.children) li.classList.toggle("current", Number(li.dataset.index) === i);
     const current = list.children[i];
     if (current) current.scrollIntoView({block: "nearest"});
-    if (p.graph >= 0) showGraph(p.graph);
+    if (p.order) showOrder(p);
+    else if (p.sides) showSides(p);
     let html = "<h2>" + esc(p.pipeline) + "/" + esc(p.name) + "</h2>";
     html += '<div class="stat">' + (p.skipped ? "skipped: " + esc(p.skipped) : (p.changed ? "changed the module" : "no change")) +
       " &middot; " + p.ms.toFixed(2) + " ms &middot; instructions " + p.instructions[0] + " &rarr; " + p.instructions[1] +
@@ -61,7 +62,7 @@
         ? "<details><summary><h3 style=display:inline>Notes (" + p.notes.length + ")</h3></summary><ul class=notes>" + items + "</ul></details>"
         : "<h3>Notes</h3><ul class=notes>" + items + "</ul>";
     }
-    if (p.graph < 0 && p.changed) html += '<p class="stat">No picture of this step (Graphviz was not installed when the page was written).</p>';
+    if (p.order) html += orderHtml(p.order);
     $("details").innerHTML = html;
     remember("pass-" + p.index);
   }
@@ -79,7 +80,7 @@
     const fusions = Object.keys(d.fused);
     if (fusions.length) {
       html += "<h3>Fused</h3><ul>" + fusions.map((f) => '<li class="fused">' + nameLink(f) + " &larr; " +
-        d.fused[f].map(esc).join(", ") + "</li>").join("") + "</ul>";
+        d.fused[f].map((m) => ((data.renamed || {})[m] || data.instructions[m] ? nameLink(m) : esc(m))).join(", ") + "</li>").join("") + "</ul>";
     }
     if (d.added.length) html += '<h3>Added</h3><ul class="added">' + d.added.map((n) => "<li>" + nameLink(n) + "</li>").join("") + "</ul>";
     if (d.removed.length) html += '<h3>Removed</h3><ul class="removed">' + d.removed.map((n) => "<li>" + esc(n) + "</li>").join("") + "</ul>";
@@ -94,7 +95,8 @@
   // A plain word that happens to be an instruction's name ("while", "tuple", "dot") stays a word:
   // only names with a number, a dot, a dash or an underscore (dot.3, param_0, add-dependency) link.
   function linkNames(text) {
-    return text.replace(/[A-Za-z_][\w.\-]*/g, (w) => (data.instructions[w] && /[\d._-]/.test(w) ? nameLink(w) : w));
+    const known = (w) => (data.instructions[w] || (data.renamed || {})[w]) && /[\d._-]/.test(w);
+    return text.replace(/[A-Za-z_][\w.\-]*/g, (w) => (known(w) ? nameLink(w) : w));
   }
 
   $("details").addEventListener("click", (e) => {
@@ -269,24 +271,87 @@
     }
   }
 
-  function showGraph(g) {
-    if (g === state.view && view.querySelector("g.node")) return;
-    state.view = g;
-    const entry = data.graphs[g];
-    const svg = place(entry.title, entry.svg);
-    if (!svg) return;
-    for (const node of svg.querySelectorAll("g.node")) {
-      const name = nodeName(node);
-      if (name) node.dataset.name = name;
+  // ---- a changed pass: before and after side by side, in the module graph's own look ----------
+  function sideSvg(table, title) {
+    return window.XlaTeachModuleGraph({title, entry: "side", instructions: table, palette: data.palette, flat: true}).svg();
+  }
+
+  function showSides(p) {
+    state.view = "pass-" + p.index;
+    const parts = [["before " + p.name, p.sides.before], ["after " + p.name, p.sides.after]].map(([title, table]) => {
+      const svg = Object.keys(table).length ? sideSvg(table, title) : '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 200 40" width="200" height="40"></svg>';
+      const box = svg.match(/viewBox="([^"]*)"/)[1].split(" ").map(Number);
+      return {title, svg, box};
+    });
+    const gap = 48, top = 28;
+    const width = parts[0].box[2] + gap + parts[1].box[2], height = top + Math.max(parts[0].box[3], parts[1].box[3]);
+    let out = '<svg xmlns="http://www.w3.org/2000/svg" class="module-graph pass-sides" viewBox="0 0 ' + width + " " + height +
+      '" width="' + width + '" height="' + height + '">';
+    let x = 0;
+    for (const part of parts) {
+      out += '<text class="side-title" x="' + (x + 4) + '" y="18">' + esc(part.title) + "</text>";
+      out += part.svg.replace("<svg ", '<svg x="' + x + '" y="' + top + '" ');
+      x += part.box[2] + gap;
     }
+    out += '<line x1="' + (parts[0].box[2] + gap / 2) + '" y1="0" x2="' + (parts[0].box[2] + gap / 2) + '" y2="' + height +
+      '" stroke="#b0bec5" stroke-dasharray="4 4"/></svg>';
+    const svg = place(p.name + ": before and after, what it touched outlined in red (the same instruction is selected on both sides)", out);
+    if (!svg) return;
+    const touched = new Set(p.sides.touched);
+    for (const node of svg.querySelectorAll("g.node[data-name]")) node.classList.toggle("touched", touched.has(node.dataset.name));
     // No heat here: the profile timed the optimized module's kernels, not this stage's instructions.
     if (state.selected) mark(state.selected);
   }
 
-  function nodeName(node) {
-    const a = node.querySelector("a");
-    const title = a && (a.getAttribute("xlink:title") || a.getAttribute("title"));
-    return title && data.instructions[title.split("\n")[0]] !== undefined ? title.split("\n")[0] : (title || null);
+  // The instructions of the new order that moved: those outside the longest run that kept its
+  // relative order (the longest increasing subsequence of old positions, n log n), so that one
+  // instruction moved up does not count everything it passed as moved.
+  function movedInOrder(order) {
+    const at = new Map(order.before.map((n, i) => [n, i]));
+    const pos = order.after.map((n) => at.get(n));
+    const tails = [], tailAt = [], parent = new Array(pos.length).fill(-1);
+    pos.forEach((v, i) => {
+      let lo = 0, hi = tails.length;
+      while (lo < hi) { const mid = (lo + hi) >> 1; if (tails[mid] < v) lo = mid + 1; else hi = mid; }
+      tails[lo] = v; tailAt[lo] = i; parent[i] = lo > 0 ? tailAt[lo - 1] : -1;
+    });
+    const kept = new Set();
+    for (let i = tails.length ? tailAt[tails.length - 1] : -1; i >= 0; i = parent[i]) kept.add(order.after[i]);
+    return new Set(order.after.filter((n) => !kept.has(n)));
+  }
+
+  // The scheduler's choice: the ENTRY's instructions in their old and new order, each joined to
+  // itself by a line; the instructions it moved in red.
+  function showOrder(p) {
+    state.view = "pass-" + p.index;
+    const {before, after} = p.order;
+    const at = new Map(before.map((n, i) => [n, i]));
+    const movedSet = movedInOrder(p.order);
+    const H = 16, colW = 260, gap = 160, top = 30;
+    const width = 2 * colW + gap, height = top + H * Math.max(before.length, after.length) + 10;
+    let out = '<svg xmlns="http://www.w3.org/2000/svg" class="module-graph order" viewBox="0 0 ' + width + " " + height + '" width="' + width +
+      '" height="' + height + '"><text class="side-title" x="4" y="18">order before</text><text class="side-title" x="' + (colW + gap + 4) +
+      '" y="18">order after ' + esc(p.name) + "</text>";
+    after.forEach((n, j) => {
+      const i = at.get(n);
+      const moved = movedSet.has(n);
+      out += '<line x1="' + colW + '" y1="' + (top + i * H + 6) + '" x2="' + (colW + gap) + '" y2="' + (top + j * H + 6) + '" stroke="' +
+        (moved ? "#d81b60" : "#cfd8dc") + '" stroke-width="' + (moved ? 1.4 : 1) + '"/>';
+    });
+    const row = (n, k, x, anchor) => '<g class="node" data-name="' + esc(n) + '"><text x="' + x + '" y="' + (top + k * H + 10) +
+      '" style="text-anchor:' + anchor + '" fill="#212121">' + esc((k + 1) + ". " + n) + "</text></g>";
+    before.forEach((n, i) => { out += row(n, i, colW - 6, "end"); });
+    after.forEach((n, j) => { out += row(n, j, colW + gap + 6, "start"); });
+    place(p.name + ": the order it chose (the instructions it moved in red)", out + "</svg>");
+    if (state.selected) mark(state.selected);
+  }
+
+  function orderHtml(order) {
+    const moved = movedInOrder(order);
+    return "<h3>Order</h3><p class=stat>The pass moved " + moved.size + " of the ENTRY computation's " + order.after.length +
+      " instructions (the others keep their order; the picture joins each one's old and new place, the moved ones in red). From " +
+      "here on, the text order is the schedule.</p>" + (moved.size ? "<div>Moved: " + [...moved].slice(0, 60).map(nameLink).join(", ") +
+      (moved.size > 60 ? " &hellip;" : "") + "</div>" : "");
   }
 
   function apply() {
@@ -303,8 +368,8 @@
     const box = svg.viewBox.baseVal;
     const w = view.clientWidth, h = view.clientHeight;
     state.scale = Math.max(MIN_SCALE, Math.min(MAX_SCALE, Math.min(w / box.width, (h - 40) / box.height) * 0.95));
-    // A chart too wide for the pane starts at its left edge (its labels); a graph, centred.
-    const chart = state.view === "memory" || state.view === "profile";
+    // A chart or a pass's before/after too wide for the pane starts at its left edge; a graph, centred.
+    const chart = state.view === "memory" || state.view === "profile" || String(state.view).startsWith("pass-");
     state.x = box.width * state.scale > w && chart ? 0 : (w - box.width * state.scale) / 2;
     state.y = box.height * state.scale <= h - 40 ? Math.max(24, (h - box.height * state.scale) / 2) : 24;
     apply();
@@ -346,17 +411,11 @@
     for (const li of list.children) li.classList.remove("current");
   }
 
+  // Bring a box to the middle of the pane (at the current zoom, never below MIN_SCALE).
   function centerOn(node) {
-    const svg = view.querySelector("svg");
-    const box = node.getBBox();
-    const vb = svg.viewBox.baseVal;
-    // SVG user units -> CSS pixels of the unscaled SVG (Graphviz translates its root group).
-    const ctm = node.getCTM(), root = svg.getCTM();
-    const px = (ctm.e - root.e) / root.a + box.x + box.width / 2 - vb.x;
-    const py = (ctm.f - root.f) / root.d + box.y + box.height / 2 - vb.y;
-    state.scale = Math.max(state.scale, MIN_SCALE);
-    state.x = view.clientWidth / 2 - px * state.scale;
-    state.y = view.clientHeight / 2 - py * state.scale;
+    const r = node.getBoundingClientRect(), v = view.getBoundingClientRect();
+    state.x += view.clientWidth / 2 - (r.left + r.width / 2 - v.left);
+    state.y += view.clientHeight / 2 - (r.top + r.height / 2 - v.top);
     apply();
   }
 
@@ -400,8 +459,7 @@
     const node = mark(name);
     if (node && !fromGraph) centerOn(node);
     markBars();
-    $("details").innerHTML = info ? instructionHtml(name, info) :
-      "<h2>" + esc(name) + '</h2><p class="stat">Not in the optimized module (a pass removed or renamed it).</p>';
+    $("details").innerHTML = info ? instructionHtml(name, info) : goneHtml(name);
     remember("instr-" + encodeURIComponent(name));
   }
 
@@ -428,6 +486,18 @@
     }
   }
   window.addEventListener("popstate", () => route(location.hash.slice(1)));
+
+  // An instruction of an earlier stage: where it went, and its line as the pass left it.
+  function goneHtml(name) {
+    const now = (data.renamed || {})[name];
+    let html = "<h2>" + esc(name) + "</h2>";
+    html += now ? '<p>Not in the optimized module by this name: it was fused into what is now ' + nameLink(now) + ".</p>"
+      : '<p class="stat">Not in the optimized module (a pass removed it).</p>';
+    const p = data.passes[state.pass];
+    const side = p && p.sides && (p.sides.after[name] || p.sides.before[name]);
+    if (side) html += "<h3>In " + esc(p.name) + "</h3><pre>" + esc(side.line) + "</pre>";
+    return html;
+  }
 
   function instructionHtml(name, o) {
     let html = "<h2>" + esc(name) + ' <span class="stat">' + esc(o.opcode) + "</span></h2>";

@@ -67,7 +67,8 @@
     }
     const root = group([]);
     const home = new Map();  // instruction -> its group's id
-    const path = (o) => (o.op_name && o.opcode !== "parameter" ? scopes(o.op_name).slice(0, -1) : []);
+    // data.flat (a pass's before/after): no groups at all, every instruction a box of its own.
+    const path = (o) => (o.op_name && o.opcode !== "parameter" && !data.flat ? scopes(o.op_name).slice(0, -1) : []);
     // The scope every instruction shares (jit(f)) is the module itself: it is left out.
     const firsts = new Set(names.map((n) => path(instrs[n])).filter((p) => p.length).map((p) => p[0]));
     const skip = firsts.size === 1 ? 1 : 0;
@@ -75,7 +76,7 @@
       constant: names.filter((n) => instrs[n].opcode === "constant")};
     for (const n of names) {
       const o = instrs[n];
-      const kind = gathered[o.opcode] && gathered[o.opcode].length > GATHER ? o.opcode : null;
+      const kind = !data.flat && gathered[o.opcode] && gathered[o.opcode].length > GATHER ? o.opcode : null;
       const g = kind ? group(["#" + kind + "s"]) : group(path(o).slice(skip));
       if (kind) g.label = gathered[kind].length + " " + kind + "s";
       g.members.push(n);
@@ -117,7 +118,7 @@
           piece, at, total, noun);
       }
     }
-    for (const g of [...groups.values()]) {
+    for (const g of data.flat ? [] : [...groups.values()]) {
       const members = g.members;
       if (g.groups.length && members.length > (g === root ? MAX_LOOSE : MAX_MEMBERS)) {
         g.members = [];
