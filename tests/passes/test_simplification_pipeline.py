@@ -78,7 +78,8 @@ def test_passes_reach_a_fixed_point_together() -> None:
     assert text == canonical(parse_hlo(EXPECTED))
     changed = {r.pass_name for r in recorder.changed_records()}
     assert {"call-inliner", "algsimp", "constant_folding", "cse", "transpose-folding"} <= changed
-    last_round = recorder.records[-9:]  # the fixed point ends with a round where nothing changes
+    rounds = [r for r in recorder.records if r.pipeline == "simplification"]
+    last_round = rounds[-9:]  # the fixed point ends with a round where nothing changes
     assert [r.pass_name for r in last_round][0] == "algsimp" and not any(r.changed for r in last_round)
 
 

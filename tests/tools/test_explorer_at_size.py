@@ -66,13 +66,14 @@ def assert_legible(driver, what: str) -> int:  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, int, bool]]:
-    """The three programs' explorer pages (the GPT's with a profile: heat colours to check)."""
+    """The three programs' explorer pages (the GPT's and the LSTM's with a profile: heat colours,
+    loop times to check)."""
     folder = tmp_path_factory.mktemp("explorer_at_size")
     out = {}
     for name, make in MODELS.items():
         step, args = make()
         compiled = xt.jit(step).lower(*args).compile()
-        runs = 2 if name == "gpt" else 0
+        runs = 2 if name in ("gpt", "rnn") else 0
         page = compiled.explore(str(folder / f"{name}.html"), profile_runs=runs).path
         out[name] = (page, compiled.executable.module.instruction_count(), runs > 0)
     return out
@@ -299,4 +300,41 @@ def test_a_pass_shows_before_and_after_side_by_side_and_the_scheduler_its_order(
     assert browser.execute_script("return document.querySelector('#graph > svg').classList.contains('order')")
     assert "moved" in browser.find_element(By.ID, "details").text
     assert_legible(browser, "the scheduler's order")
+    assert console_errors(browser) == []
+
+
+@pytest.mark.slow
+def test_a_loop_opens_in_place_with_its_trip_count_and_its_time_counted_once(browser, pages):  # type: ignore[no-untyped-def]
+    """The LSTM's scan is a while loop: it opens into its body and condition like a fusion, shows
+    the trip count known when compiling and the time per iteration measured; the profile counts a
+    loop's kernels once (the thunks add up to no more than the run); memory names loop state."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get(pages["rnn"][0].as_uri())
+    loop = browser.execute_script("const d = JSON.parse(document.getElementById('data').textContent);"
+                                  "return Object.keys(d.instructions).find(n => d.instructions[n].opcode === 'while')")
+    search = browser.find_element(By.ID, "search")
+    search.send_keys(loop)
+    search.send_keys(Keys.ENTER)
+    panel = browser.find_element(By.ID, "details").text
+    assert "32 (known when compiled" in panel and "32 measured" in panel and "per iteration" in panel
+    browser.find_element(By.CSS_SELECTOR, "#details a[data-open-fusion]").click()
+    titles = browser.execute_script("return [...document.querySelectorAll('#graph > svg g.cluster[data-fusion] > text')]"
+                                    ".map(t => t.lastChild.textContent)")
+    assert f"body of {loop} (\u00d732)" in titles and f"condition of {loop}" in titles
+    body = browser.execute_script(
+        "const d = JSON.parse(document.getElementById('data').textContent); const part = d.instructions[arguments[0]].called[0];"
+        "return part.members.filter(m => document.querySelector('#graph g.node[data-name=\"' + m + '\"]')).length", loop)
+    assert body >= 5
+    assert_legible(browser, "an opened loop")
+    browser.find_element(By.TAG_NAME, "body").send_keys("p")
+    sums = browser.execute_script("const p = JSON.parse(document.getElementById('data').textContent).profile;"
+                                  "const own = Object.values(p.thunks).filter(t => !t.nested).reduce((s, t) => s + t.us, 0);"
+                                  "return [own, p.run_us]")
+    assert sums[0] <= sums[1] * 1.001, sums
+    assert "iterations" in browser.find_element(By.ID, "details").text
+    browser.find_element(By.TAG_NAME, "body").send_keys("m")
+    labels = browser.execute_script("return [...document.querySelectorAll('#graph > svg text')].map(t => t.textContent)")
+    assert any(": state element" in label for label in labels)
     assert console_errors(browser) == []

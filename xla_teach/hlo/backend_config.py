@@ -31,7 +31,8 @@ def backend_config_field(instr: HloInstruction, key: str) -> str:
     return str(config.get(key, "")) if config else ""
 
 
-def set_backend_config_field(instr: HloInstruction, key: str, value: str, *, replace_unreadable: bool = False) -> bool:
+def set_backend_config_field(instr: HloInstruction, key: str, value: object, *,
+                             replace_unreadable: bool = False) -> bool:
     """Write ``key: value`` into the config, keeping its other fields; a config that is not a JSON
     object is left alone (False) unless ``replace_unreadable``."""
     config = backend_config_object(instr)

@@ -17,6 +17,7 @@ until none of them changes the module)::
           simplify-while-loops            # loops that never run, dead loop state
           while-loop-invariant-code-motion
           dce                             # remove what the passes above left unused
+        while-loop-trip-count-annotator   # known_trip_count of counted loops, in backend_config
       fusion
         fusion, multi_output_fusion, dce
 
@@ -38,6 +39,7 @@ from xla_teach.passes.fusion.fusion_rules import FusionConfig
 from xla_teach.passes.fusion.instruction_fusion import InstructionFusion
 from xla_teach.passes.fusion.multi_output_fusion import MultiOutputFusion
 from xla_teach.passes.lowering.layout_assignment import LayoutAssignment
+from xla_teach.passes.lowering.while_loop_trip_count_annotator import WhileLoopTripCountAnnotator
 from xla_teach.passes.pass_base import HloPass, HloPassFix, HloPassPipeline
 from xla_teach.passes.simplifiers.algebraic_simplifier import AlgebraicSimplifier
 from xla_teach.passes.simplifiers.call_inliner import CallInliner
@@ -63,7 +65,8 @@ def simplification_passes() -> list[HloPass]:
 def default_pipeline(backend: str = "cpu", fusion_config: FusionConfig | None = None) -> HloPassPipeline:
     config = fusion_config or FusionConfig()
     simplification = HloPassFix("simplification", simplification_passes())
-    optimization = HloPassPipeline("optimization", [CallInliner(), LayoutAssignment(), simplification])
+    optimization = HloPassPipeline("optimization", [CallInliner(), LayoutAssignment(), simplification,
+                                                    WhileLoopTripCountAnnotator()])
     fusion = HloPassPipeline("fusion", [InstructionFusion(config), MultiOutputFusion(config),
                                         DeadCodeElimination()])
     return HloPassPipeline(f"{backend}-pipeline", [optimization, fusion])

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from xla_teach.backends.llvm.kernel_support import kernel_symbols
+from xla_teach.hlo.backend_config import backend_config_object
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.hlo.parser import parse_hlo
 from xla_teach.hlo.sharding import HloSharding
@@ -111,6 +112,8 @@ def _instruction_table(module: HloModule, executable: Any,
                 entry["fusion_kind"] = instr.fusion_kind
                 entry["members"] = [i.name for i in instr.fused_computation.instructions if i.opcode != "parameter"]
                 entry["fused_root"] = instr.fused_computation.root.name
+            elif instr.opcode in ("while", "conditional", "call"):
+                entry.update(_called(instr))
             for symbol in kernel_symbols(instr.name):
                 if symbol in code:
                     entry["kernel"] = symbol  # its code: the page's packed ``code`` (kernel_code.py)
@@ -124,6 +127,30 @@ def _instruction_table(module: HloModule, executable: Any,
                                        f"{piece.offset}, {piece.size} bytes")
             table.setdefault(instr.name, entry)
     return table
+
+
+def _called(instr: HloInstruction) -> dict[str, Any]:
+    """What a loop, conditional or call opens into in the graph: each computation it calls
+    (``role``: body, condition, branch k, callee) with its instructions and root, which operand
+    each of its parameters stands for, and a loop's known trip count."""
+    if instr.opcode == "while":
+        parts = [("body", instr.attrs["body"], 0), ("condition", instr.attrs["condition"], 0)]
+    elif instr.opcode == "conditional":
+        parts = [(f"branch {k}", comp, k + 1) for k, comp in enumerate(instr.branch_computations())]
+    else:
+        parts = [("callee", instr.attrs["to_apply"], 0)]
+    called = []
+    for role, comp, first_operand in parts:
+        params = {p.name: first_operand + p.parameter_number for p in comp.parameter_instructions}
+        called.append({"role": role, "computation": comp.name, "root": comp.root.name,
+                       "members": [i.name for i in comp.instructions if i.opcode != "parameter"],
+                       "param_operand": params})
+    entry: dict[str, Any] = {"called": called}
+    config = backend_config_object(instr) or {}
+    trips = config.get("known_trip_count", {}).get("n") if isinstance(config.get("known_trip_count"), dict) else None
+    if trips is not None:
+        entry["trip_count"] = int(trips)
+    return entry
 
 
 def _sources(table: dict[str, dict[str, Any]]) -> dict[str, dict[int, str]]:
@@ -152,6 +179,19 @@ def _pass_entry(record: PassRecord) -> dict[str, Any]:
             "skipped": record.skipped, "diff": None, "sides": None, "order": None}
 
 
+def _value_label(value: Any) -> str:
+    """How the memory view names a buffer's value: by its role where the instruction has several
+    (``while.1: state element 2``, ``tuple.3 {1}``)."""
+    instr, index = value.instruction, tuple(value.index)
+    if not index:
+        return instr.name
+    if instr.opcode == "while":
+        return f"{instr.name}: state element {','.join(map(str, index))}"
+    if instr.opcode == "conditional":
+        return f"{instr.name}: result {','.join(map(str, index))}"
+    return f"{instr.name} {{{','.join(map(str, index))}}}"
+
+
 def _memory(executable: Any) -> dict[str, Any] | None:
     """The buffers that buffer assignment's peak adds up (``memory_analysis().peak_memory_in_bytes``)."""
     assignment = executable.buffer_assignment
@@ -159,8 +199,9 @@ def _memory(executable: Any) -> dict[str, Any] | None:
         return None
     entry = assignment.entry
     by_id = {v.id: v for v in entry.values}
-    buffers = [{"names": [by_id[v].instruction.name for v in b.values], "size": b.size, "start": b.start,
-                "end": b.end, "kind": b.kind} for b in entry.live_buffers]
+    buffers = [{"names": [by_id[v].instruction.name for v in b.values],
+                "labels": [_value_label(by_id[v]) for v in b.values],
+                "size": b.size, "start": b.start, "end": b.end, "kind": b.kind} for b in entry.live_buffers]
     return {"steps": [i.name for i in entry.order], "buffers": buffers, "peak_step": entry.peak_step,
             "peak_bytes": entry.peak_bytes, "temp_bytes": entry.temp_bytes}
 
@@ -203,6 +244,16 @@ def _profile(executable: Any, runs: int) -> dict[str, Any]:
     run_us = sum(e.seconds for e in run_spans) / max(len(run_spans), 1) * 1e6
     thunks = {n: {"us": sum(t) / runs, "calls": len(t) / runs, "kind": measured.kinds[n]}
               for n, t in measured.times.items()}
+    # A kernel of a loop body or branch runs inside its loop's thunk, whose time includes it:
+    # "nested" marks it, so that the times of a run add up once (the page sums the rest).
+    entry_names = {i.name for i in executable.module.entry.instructions}
+    for name, thunk in thunks.items():
+        thunk["nested"] = name not in entry_names
+    for thunk in getattr(getattr(executable, "entry", None), "thunks", []):
+        trips = getattr(thunk, "trip_count", None)
+        if trips and getattr(thunk, "name", None) in thunks:
+            thunks[thunk.name]["iterations"] = trips
+            thunks[thunk.name]["per_iteration_us"] = thunks[thunk.name]["us"] / trips
     last = run_spans[-1] if run_spans else None
     events = [] if last is None else [
         {"name": measured.names.get(e.name, e.name), "start": (e.start - last.start) * 1e6, "us": e.seconds * 1e6,

@@ -244,7 +244,7 @@
     else regroup(() => graph.toggleFusion(cluster.dataset.fusion), null);
   });
   view.addEventListener("dblclick", (e) => {
-    const node = e.target.closest("g.node.fusion");
+    const node = e.target.closest("g.node.fusion, g.node.openable");
     if (node) regroup(() => graph.toggleFusion(node.dataset.name), null);
   });
 
@@ -508,6 +508,16 @@
     if (o.fusion) html += "<dt>fused into</dt><dd>" + nameLink(o.fusion) + "</dd>";
     if (o.fusion_kind) html += "<dt>fusion kind</dt><dd>" + esc(o.fusion_kind) + " (" + o.members.length + " instructions) &middot; " +
       '<a data-open-fusion="' + esc(name) + '">open or close it in the graph</a></dd>';
+    if (o.called) {
+      html += "<dt>calls</dt><dd>" + o.called.map((c) => esc(c.role) + " " + esc(c.computation) + " (" + c.members.length + " instructions)").join(", ") +
+        ' &middot; <a data-open-fusion="' + esc(name) + '">open or close it in the graph</a></dd>';
+      const t = data.profile && data.profile.thunks[name];
+      if (o.trip_count !== undefined || (t && t.iterations)) {
+        html += "<dt>iterations</dt><dd>" + (o.trip_count !== undefined ? o.trip_count + " (known when compiled: <code>known_trip_count</code>)" : "") +
+          (t && t.iterations ? (o.trip_count !== undefined ? "; " : "") + t.iterations + " measured, " + t.per_iteration_us.toFixed(2) +
+            " \u00b5s per iteration" : "") + "</dd>";
+      }
+    }
     const scope = graph.groupOf(name);
     if (scope && scope.depth) html += "<dt>group</dt><dd>" + graph.ancestors(scope.id).reverse().slice(1).map((id) => esc(graph.groups.get(id).label)).join(" &rsaquo; ") +
       ' &middot; <a data-focus-group="' + esc(scope.id) + '">focus on it</a></dd>';
@@ -645,7 +655,7 @@
     svg += '<line x1="' + (left + m.peak_step * W + W / 2 - 1) + '" y1="20" x2="' + (left + m.peak_step * W + W / 2 - 1) + '" y2="' + height + '" stroke="#e53935" stroke-dasharray="4 3"/>';
     rows.forEach((b, r) => {
       const y = top + r * H, end = Math.min(b.end, steps - 1);
-      const label = b.names.map(displayName).join(", ");
+      const label = (b.labels || b.names).map((l, k) => (l === b.names[k] ? displayName(l) : l)).join(", ");
       svg += '<text x="' + (left - 6) + '" y="' + (y + 11) + '" font-size="11" text-anchor="end">' + esc(label.length > 30 ? label.slice(0, 29) + "…" : label) + "</text>";
       svg += '<g class="buffer" data-name="' + esc(b.names[0]) + '" data-names="' + esc(b.names.join(" ")) + '"><rect x="' + (left + b.start * W) + '" y="' + y + '" width="' + ((end - b.start + 1) * W - 2) +
         '" height="' + (H - 3) + '" fill="' + (KIND_COLOURS[b.kind] || "#cfd8dc") + '" stroke="' + (b.start <= m.peak_step && m.peak_step <= b.end ? "#e53935" : "none") +
@@ -752,13 +762,33 @@
     svg += "</svg>";
     place("profile: the last run's thunks over time", svg);
     markBars();
-    const ranked = Object.entries(p.thunks).sort((a, b) => b[1].us - a[1].us);
+    // A loop's thunk includes its body's kernels: those are listed under it and counted once.
+    const ranked = Object.entries(p.thunks).filter(([, t]) => !t.nested).sort((a, b) => b[1].us - a[1].us);
     const total = ranked.reduce((sum, [, t]) => sum + t.us, 0) || 1;
+    const inside = (loop) => Object.entries(p.thunks).filter(([n, t]) => t.nested && loopOf(n) === loop).sort((a, b) => b[1].us - a[1].us);
+    const item = ([n, t]) => "<li>" + nameLink(n) + " &middot; " + t.us.toFixed(2) + " \u00b5s &middot; " + (100 * t.us / total).toFixed(1) +
+      "% &middot; " + esc(t.kind) + (t.iterations ? " &middot; " + t.iterations + " iterations, " + t.per_iteration_us.toFixed(2) +
+      " \u00b5s each" : "") + (inside(n).length ? "<ul>" + inside(n).map(([m, u]) => "<li>" + nameLink(m) + " &middot; " + u.us.toFixed(2) +
+      " \u00b5s in all</li>").join("") + "</ul>" : "") + "</li>";
     $("details").innerHTML = "<h2>Profile</h2><p class=stat>Mean over " + p.runs + " runs on fake arguments, after two warm-up runs. " +
       "In the graph (<kbd>0</kbd>), <b>Heat</b> (<kbd>h</kbd>) colours the boxes by the time of the kernel that computes them, pale to red " +
       "(a band keeps each box's category colour); inside an opened fusion, by each instruction's estimated share of the fusion's time.</p>" +
-      "<h3>Thunks by time</h3><ul>" + ranked.map(([n, t]) => "<li>" + nameLink(n) + " &middot; " + t.us.toFixed(2) + " \u00b5s &middot; " +
-      (100 * t.us / total).toFixed(1) + "% &middot; " + esc(t.kind) + "</li>").join("") + "</ul>" + scopesHtml(p, total);
+      "<h3>Thunks by time</h3><p class=stat>They add up to " + total.toFixed(1) + " \u00b5s of the " + p.run_us.toFixed(1) +
+      " \u00b5s run (the rest is the host's work between them); a loop's kernels are listed under it, inside its time.</p><ul>" +
+      ranked.map(item).join("") + "</ul>" + scopesHtml(p, total);
+  }
+
+  // The ENTRY instruction (a loop, conditional or call) whose computations hold ``name``.
+  function loopOf(name) {
+    let comp = (data.instructions[name] || {}).computation;
+    for (let k = 0; k < 8 && comp && comp !== data.entry; k++) {
+      const owner = Object.entries(data.instructions).find(([, o]) => (o.called || []).some((c) => c.computation === comp) ||
+        (o.fusion_kind && (data.instructions[(o.members || [])[0]] || {}).computation === comp));
+      if (!owner) return null;
+      if (owner[1].computation === data.entry) return owner[0];
+      comp = owner[1].computation;
+    }
+    return null;
   }
 
   // Time by op_name scope, nested, three levels deep; fused instructions count by their estimated share.

@@ -157,11 +157,42 @@
     }
 
     // ---- what is drawn: boxes for closed groups and for instructions in open ones ---------------
+    // An instruction that calls computations opens in place: a fusion into its fused instructions,
+    // a loop into its body and condition, a conditional into its branches, a call into its callee;
+    // each computation's parameters stand for the operands it is given (param_operand).
+    const openable = (o) => !!o && ((o.opcode === "fusion" && !!o.members) || !!o.called);
+    const partsOf = (o) => (o.opcode === "fusion" ? [{role: "", members: o.members, root: o.fused_root}] : o.called);
+    const paramOwner = new Map();  // a called computation's parameter -> [the instruction, its operand index]
+    for (const [n, o] of Object.entries(instrs)) {
+      if (o.opcode === "fusion" && o.members) {
+        for (const m of o.members) for (const x of (instrs[m] || {}).operands || []) {
+          if ((instrs[x] || {}).opcode === "parameter") paramOwner.set(x, [n, instrs[x].parameter_number]);
+        }
+      }
+      for (const part of o.called || []) for (const [param, i] of Object.entries(part.param_operand)) paramOwner.set(param, [n, i]);
+    }
+
     function visible() {
-      const nodes = [], clusters = [], rep = new Map();
+      const nodes = [], clusters = [], rep = new Map(), drawnMembers = [];
       function under(g, id) {
         for (const n of g.members) rep.set(n, id);
         for (const c of g.groups) under(groups.get(c), id);
+      }
+      function draw(n, parent, member) {
+        const o = instrs[n];
+        if (openable(o) && openFusions.has(n)) {
+          const id = "f:" + n;
+          clusters.push({id, parent, fusion: n});
+          for (const part of partsOf(o)) {
+            const at = part.role ? id + "/" + part.role : id;
+            if (part.role) clusters.push({id: at, parent: id, fusion: n, role: part.role});
+            for (const m of part.members) if (instrs[m] && !hidden(instrs[m])) draw(m, at, true);
+          }
+        } else {
+          nodes.push({id: n, parent, name: n});
+          rep.set(n, n);
+          if (member) drawnMembers.push(n);
+        }
       }
       const top = groups.get(focused) || root;
       (function walk(g, parent) {
@@ -170,41 +201,26 @@
           if (open.has(c)) { clusters.push({id: c, parent, group: child}); walk(child, c); }
           else { nodes.push({id: c, parent, group: child}); under(child, c); }
         }
-        for (const n of g.members) {
-          const o = instrs[n];
-          if (o.opcode === "fusion" && openFusions.has(n)) {
-            const id = "f:" + n;
-            clusters.push({id, parent, fusion: n});
-            for (const m of o.members) {
-              if (hidden(instrs[m])) continue;
-              nodes.push({id: m, parent: id, name: m});
-              rep.set(m, m);
-            }
-          } else {
-            nodes.push({id: n, parent, name: n});
-            rep.set(n, n);
-          }
-        }
+        for (const n of g.members) draw(n, parent, false);
       })(top, null);
       const edges = new Map();
       const add = (a, b) => { if (a && b && a !== b) edges.set(a + "\u0000" + b, [a, b]); };
-      const out = (n) => (openFusions.has(n) && rep.get(n) === undefined ? rep.get(instrs[n].fused_root) : rep.get(n));
+      // What stands for a value: its box, or for an opened instruction the root of what it calls.
+      const out = (n) => {
+        for (let k = 0; k < 8 && openable(instrs[n]) && openFusions.has(n) && rep.get(n) === undefined; k++) n = partsOf(instrs[n])[0].root;
+        return rep.get(n);
+      };
       for (const n of names) {
         const o = instrs[n];
-        if (o.opcode === "fusion" && openFusions.has(n) && rep.get(n) === undefined) {
-          // Its fused instructions are drawn: parameter(i) stands for the fusion's operand i.
-          const params = {};
-          for (const m of o.members) {
-            for (const x of instrs[m].operands) {
-              const p = instrs[x];
-              if (!p) continue;
-              if (p.opcode === "parameter") (params[p.parameter_number] = params[p.parameter_number] || []).push(m);
-              else if (!hidden(p)) add(rep.get(x), rep.get(m));
-            }
-          }
-          o.operands.forEach((x, i) => { for (const m of params[i] || []) add(out(x), rep.get(m)); });
-        } else if (rep.has(n)) {
-          for (const x of o.operands) if (shown.has(x)) add(out(x), rep.get(n));
+        if (rep.has(n)) for (const x of o.operands) if (shown.has(x)) add(out(x), rep.get(n));
+      }
+      for (const m of drawnMembers) {
+        for (const x of instrs[m].operands) {
+          const p = instrs[x];
+          if (!p) continue;
+          const owner = paramOwner.get(x);
+          if (owner) { const src = instrs[owner[0]].operands[owner[1]]; if (src) add(out(src), rep.get(m)); }
+          else if (!hidden(p)) add(out(x), rep.get(m));
         }
       }
       return {nodes, clusters, edges: [...edges.values()]};
@@ -224,6 +240,7 @@
       const leaf = o.op_name && o.opcode !== "parameter" ? scopes(o.op_name).pop() : "";
       const text = leaf ? [displayName(node.name), second, leaf] : [displayName(node.name), second];
       if (o.split) text.push("\u25a6 " + o.split);  // how the value is split across devices
+      if (o.trip_count !== undefined) text.push("\u21bb " + o.trip_count + " iterations");  // a counted loop
       return text;
     }
 
@@ -316,11 +333,15 @@
       let out = '<svg xmlns="http://www.w3.org/2000/svg" class="module-graph" viewBox="' + x0 + " " + y0 + " " + W + " " + H + '" width="' + W + '" height="' + H + '">' +
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">' +
         '<path d="M0,0 L10,5 L0,10 z" fill="#90a4ae"/></marker></defs>';
-      const depth = (c) => (c.group ? c.group.depth : ancestors(home.get(c.fusion)).length);
+      // Outer frames first: a cluster's depth is the length of its chain of parent clusters.
+      const byId = new Map(v.clusters.map((c) => [c.id, c]));
+      const depth = (c) => { let d = 0; for (let p = c.parent; p && byId.has(p) && d < 64; p = byId.get(p).parent) d++; return d; };
       for (const c of v.clusters.slice().sort((a, b) => depth(a) - depth(b))) {
         const box = graph.node(c.id);
         const x = box.x - box.width / 2, y = box.y - box.height / 2;
-        const label = c.group ? "\u2212 " + c.group.label + " (" + c.group.size + ")" : "\u2212 " + c.fusion;
+        const trips = c.role === "body" && instrs[c.fusion].trip_count !== undefined ? " (\u00d7" + instrs[c.fusion].trip_count + ")" : "";
+        const label = c.group ? "\u2212 " + c.group.label + " (" + c.group.size + ")"
+          : c.role ? c.role + " of " + c.fusion + trips : "\u2212 " + c.fusion;
         out += '<g class="cluster ' + (c.group ? "scope" : "fused") + '" ' + (c.group ? 'data-group="' + esc(c.id) + '"' : 'data-fusion="' + esc(c.fusion) + '"') +
           '><rect x="' + x + '" y="' + y + '" width="' + box.width + '" height="' + box.height + '" rx="6"/>' +
           '<text x="' + (x + 6) + '" y="' + (y + 12) + '"><title>close ' + esc(c.group ? c.group.label : c.fusion) + "</title>" + esc(clip(label, Math.max(8, box.width / 6.2))) + "</text></g>";
@@ -348,7 +369,7 @@
         } else {
           const o = instrs[node.name];
           colours = palette[o.category] || ["white", "#9e9e9e", "black"];
-          attrs = 'class="node' + (o.opcode === "fusion" ? " fusion" : "") + (o.category === "collective" ? " collective" : "") +
+          attrs = 'class="node' + (o.opcode === "fusion" ? " fusion" : "") + (o.called ? " openable" : "") + (o.category === "collective" ? " collective" : "") +
             '" data-name="' + esc(node.name) + '"';
           title = o.line + (o.op_name ? "\nop_name: " + o.op_name : "") + (o.sharding ? "\nsharding: " + o.sharding : "");
         }
@@ -430,7 +451,7 @@
         else open.add(id);
       },
       toggleFusion(name) {
-        if (openFusions.has(name)) openFusions.delete(name); else if (instrs[name] && instrs[name].opcode === "fusion") openFusions.add(name);
+        if (openFusions.has(name)) openFusions.delete(name); else if (openable(instrs[name])) openFusions.add(name);
       },
       // Open every group around an instruction (a fused one: around its fusion); true when it changed.
       reveal(name) {
