@@ -338,3 +338,32 @@ def test_a_loop_opens_in_place_with_its_trip_count_and_its_time_counted_once(bro
     labels = browser.execute_script("return [...document.querySelectorAll('#graph > svg text')].map(t => t.textContent)")
     assert any(": state element" in label for label in labels)
     assert console_errors(browser) == []
+
+
+@pytest.mark.slow
+def test_the_simplifier_and_fusion_are_stepped_rewrite_by_rewrite(browser, pages):  # type: ignore[no-untyped-def]
+    """A pass that records its rewrites shows them one at a time: the rule, where its code is and the
+    code itself, the lines before and after, and the rewrite's own before/after in the middle; ] and
+    [ step through them."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(pages["cnn"][0].as_uri())
+    for name in ("algsimp", "fusion"):
+        browser.execute_script(
+            "const d = JSON.parse(document.getElementById('data').textContent);"
+            "const i = d.passes.findIndex(p => p.name === arguments[0] && p.steps.length);"
+            "document.querySelector('#pass-list li[data-index=\"' + i + '\"]').click()", name)
+        assert "step through its" in browser.find_element(By.ID, "step").text  # the pass as a whole first
+        browser.find_element(By.TAG_NAME, "body").send_keys("]")
+        step = browser.find_element(By.ID, "step").text
+        assert step.startswith("rewrite 1 of ") and ".py:" in step, step
+        assert browser.execute_script("return document.querySelector('#step details pre').textContent").lstrip().startswith(
+            ("@rule(", "def fusion_decision"))
+        caption = browser.find_element(By.CSS_SELECTOR, "#graph .caption").text
+        assert caption.startswith(f"{name}, rewrite 1 of ")
+        assert browser.execute_script("return document.querySelectorAll('#graph g.node.touched').length") >= 1
+        browser.find_element(By.TAG_NAME, "body").send_keys("]")
+        assert browser.find_element(By.ID, "step").text.startswith("rewrite 2 of ")
+        assert f"{name}, rewrite 2 of " in browser.find_element(By.CSS_SELECTOR, "#graph .caption").text
+        assert_legible(browser, f"{name}'s second rewrite")
+    assert console_errors(browser) == []

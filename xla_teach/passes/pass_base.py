@@ -27,10 +27,13 @@ pipeline is itself a pass) and guards itself the way XLA's does:
 
 from __future__ import annotations
 
+import inspect
 import time
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from xla_teach.hlo.ir import HloComputation, HloModule
 
@@ -45,6 +48,8 @@ class HloPass:
 
     def __init__(self) -> None:
         self.notes: list[str] = []
+        self.steps: list[RewriteStep] = []
+        self.recording_steps = False  # set by the pipeline (PassOptions.record_steps)
 
     def run(self, module: HloModule) -> bool:
         """Rewrite ``module`` in place; return True if anything changed.
@@ -66,8 +71,51 @@ class HloPass:
         """Record a decision ("fused x into y", "not fusing z: expensive") for the stage record."""
         self.notes.append(message)
 
+    def record_step(self, rule: str, where: Callable[..., Any] | None, before: list[str], after: list[str],
+                    touched: list[str]) -> None:
+        """Record one rewrite -- a rule application, a fusion decision -- with the rule's source
+        (``where``: the function that decided, found with ``inspect``) and the few HLO lines
+        around it before and after, when the pipeline asks for steps (it does by default)."""
+        if self.recording_steps and len(self.steps) < MAX_STEPS:
+            self.steps.append(RewriteStep(rule, *source_of(where), before, after, touched))
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+MAX_STEPS = 500  # rewrite steps kept per pass run
+
+
+@dataclass
+class RewriteStep:
+    """One rewrite of a pass: which rule, where its code is, and the instructions around it."""
+
+    rule: str
+    source_file: str
+    source_line: int
+    before: list[str]  # HLO lines of the instructions it read, before
+    after: list[str]  # HLO lines of what replaced them
+    touched: list[str]  # instruction names (before and after)
+
+
+_SOURCES: dict[Any, tuple[str, int]] = {}
+
+
+def source_of(fn: Callable[..., Any] | None) -> tuple[str, int]:
+    """``(file relative to the package's parent, first line)`` of ``fn`` (cached)."""
+    if fn is None:
+        return "", 0
+    key = getattr(fn, "__code__", fn)
+    if key not in _SOURCES:
+        try:
+            path = Path(inspect.getsourcefile(fn) or "")
+            line = inspect.getsourcelines(fn)[1]
+            root = Path(__file__).resolve().parents[2]
+            where = path.resolve()
+            _SOURCES[key] = (str(where.relative_to(root)) if where.is_relative_to(root) else str(where), line)
+        except (OSError, TypeError):
+            _SOURCES[key] = ("", 0)
+    return _SOURCES[key]
 
 
 @dataclass
@@ -87,6 +135,7 @@ class PassRecord:
     seconds: float
     notes: list[str] = field(default_factory=list)
     skipped: str = ""  # why the pass did not run ("disabled", "opt level 0"), "" if it ran
+    steps: list[RewriteStep] = field(default_factory=list)  # each rewrite, when the pass records them
 
     def summary(self) -> str:
         mark = "*" if self.changed else " "
@@ -111,6 +160,9 @@ class PassOptions:
     # compare the module's text before and after *every* pass with its report (passes from
     # outside xla_teach are always checked; xla_teach's own are trusted unless this is set)
     check_reported_changes: bool = False
+    # record each rewrite of the passes that report them (algsimp's rules, fusion's decisions):
+    # the explorer steps through them; costs about 1% of a compile (docs/performance.md)
+    record_steps: bool = True
     # Called after every pass run with its record (dump writers listen here).
     listeners: list[Callable[[PassRecord], None]] = field(default_factory=list)
 
@@ -259,6 +311,8 @@ class HloPassPipeline(HloPass):
         before = module.pass_text or module.to_text() if keep_text or check else ""
         instrs_before, fusions_before = module.instruction_count(), count_fusions(module)
         p.notes = []
+        p.steps = []
+        p.recording_steps = options.record and options.record_steps
         start = time.perf_counter()
         changed = False if skipped else bool(p.run(module))
         seconds = time.perf_counter() - start
@@ -281,7 +335,7 @@ class HloPassPipeline(HloPass):
             instructions_after=module.instruction_count() if changed else instrs_before,
             fusions_before=fusions_before, fusions_after=count_fusions(module) if changed else fusions_before,
             seconds=seconds,
-            notes=list(p.notes), skipped=skipped,
+            notes=list(p.notes), skipped=skipped, steps=list(p.steps),
         )
         if recorder is not None and options.record:
             recorder.records.append(record)

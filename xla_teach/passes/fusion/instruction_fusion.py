@@ -68,6 +68,8 @@ from xla_teach.passes.fusion.fusion_rules import FusionConfig, choose_kind, fusi
 from xla_teach.passes.fusion.fusion_utils import create_fusion, fuse_producer
 from xla_teach.passes.pass_base import HloPass
 
+STEP_LINES = 12  # of a fusion's body in a recorded step
+
 _CONTROL_CALLERS = {"while", "conditional", "call"}
 
 
@@ -143,6 +145,8 @@ class InstructionFusion(HloPass):
 
     def _fuse(self, producer: HloInstruction, consumer: HloInstruction) -> HloInstruction:
         kind = choose_kind(producer, consumer)
+        before = [i.to_text(print_metadata=False).strip() for i in (producer, consumer)] if self.recording_steps else []
+        names = [producer.name, consumer.name]
         if consumer.opcode != "fusion":
             name = f"{producer.opcode}_{consumer.opcode}_fusion"
             if producer.opcode == "fusion":
@@ -152,4 +156,10 @@ class InstructionFusion(HloPass):
             consumer.attrs["kind"] = kind
         self.note(f"fused {producer.name} into {consumer.name} ({kind})")
         fuse_producer(consumer, producer)
+        if self.recording_steps:  # the fusion and its computation as they are now
+            body = consumer.fused_computation.instructions[-STEP_LINES:]  # the root and what fused last
+            after = [consumer.to_text(print_metadata=False).strip()] + [
+                "  " + i.to_text(print_metadata=False).strip() for i in body]
+            self.record_step(f"fuse {producer.opcode} into {kind}", fusion_decision, before, after,
+                             names + [consumer.name])
         return consumer

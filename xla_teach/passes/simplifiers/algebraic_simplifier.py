@@ -43,7 +43,7 @@ included.
 
 from __future__ import annotations
 
-from xla_teach.hlo.ir import HloComputation
+from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.hlo.opcodes import is_elementwise
 from xla_teach.passes.pass_base import HloPass
 from xla_teach.passes.simplifiers.algsimp_rules_arith import ARITH_RULES
@@ -118,6 +118,10 @@ class AlgebraicSimplifier(HloPass):
                     raise AssertionError(f"algsimp rule '{r.name}' changed the shape of {instr.name}: "
                                          f"{instr.shape} -> {replacement.shape}")
                 self.note(f"{comp.name}: {instr.name} -> {replacement.name} [{r.name}]")
+                if self.recording_steps:
+                    self.record_step(r.name, r.apply, _lines([instr, *instr.operands]),
+                                     _lines([replacement, *_new_operands(replacement, instr)]),
+                                     [instr.name, replacement.name])
                 comp.replace_instruction(instr, replacement)
                 fired = True
                 break
@@ -127,3 +131,22 @@ class AlgebraicSimplifier(HloPass):
         if opcode not in self._by_opcode:
             self._by_opcode[opcode] = rules_for(opcode, self.rules)
         return self._by_opcode[opcode]
+
+
+def _lines(instrs: list[HloInstruction]) -> list[str]:
+    return [i.to_text(print_metadata=False).strip() for i in dict.fromkeys(instrs)]
+
+
+def _new_operands(replacement: HloInstruction, old: HloInstruction) -> list[HloInstruction]:
+    """The instructions a rule made to feed its replacement (those ``old`` did not read)."""
+    seen = {id(o) for o in old.operands}
+    made, stack = [], list(replacement.operands)
+    while stack and len(made) < 6:
+        instr = stack.pop()
+        if id(instr) in seen or instr is old:
+            continue
+        seen.add(id(instr))
+        if instr.users == (replacement,) or all(u in made or u is replacement for u in instr.users):
+            made.append(instr)
+            stack.extend(instr.operands)
+    return made

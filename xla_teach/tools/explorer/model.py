@@ -33,7 +33,9 @@ from typing import Any
 from xla_teach.backends.llvm.kernel_support import kernel_symbols
 from xla_teach.hlo.backend_config import backend_config_object
 from xla_teach.hlo.ir import HloInstruction, HloModule
+from xla_teach.hlo.opcodes import OPCODES
 from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.sharding import HloSharding
 from xla_teach.passes.pass_base import PassRecord
 from xla_teach.tools import render_style as style
@@ -57,6 +59,8 @@ class ExplorerData:
     profile: dict[str, Any] | None = None  # measured thunk times (see _profile)
     code: str = ""  # every kernel's code, packed (kernel_code.pack)
     renamed: dict[str, str] = field(default_factory=dict)  # a name notes use -> what holds it now (pass_view)
+    rule_code: dict[str, str] = field(default_factory=dict)  # "file:line" -> the code of a rule a step names
+    categories: dict[str, str] = field(default_factory=dict)  # opcode -> colour category (a step's boxes)
 
     def as_json(self) -> dict[str, Any]:
         return {"title": self.title, "backend": self.backend, "passes": self.passes,
@@ -65,7 +69,8 @@ class ExplorerData:
                 "entry": self.entry, "palette": self.palette,
                 "legend": self.legend, "moduleText": self.module_text,
                 "memory": self.memory, "profile": self.profile, "code": self.code,
-                "renamed": self.renamed}
+                "renamed": self.renamed, "ruleCode": self.rule_code,
+                "categories": self.categories}
 
 
 def _metadata(instr: HloInstruction) -> dict[str, Any]:
@@ -176,7 +181,40 @@ def _pass_entry(record: PassRecord) -> dict[str, Any]:
             "ms": round(record.seconds * 1e3, 3),
             "instructions": [record.instructions_before, record.instructions_after],
             "fusions": [record.fusions_before, record.fusions_after], "notes": list(record.notes),
-            "skipped": record.skipped, "diff": None, "sides": None, "order": None}
+            "skipped": record.skipped, "diff": None, "sides": None, "order": None,
+            "steps": [{"rule": s.rule, "where": f"{s.source_file}:{s.source_line}" if s.source_file else "",
+                       "before": s.before, "after": s.after, "touched": s.touched} for s in record.steps]}
+
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[3]
+
+
+def _rule_code(passes: list[dict[str, Any]], limit: int = 40) -> dict[str, str]:
+    """``"file:line" -> the code there`` for every rule a recorded step names: the decorated
+    function, up to the next line at its own indentation (at most ``limit`` lines)."""
+    code: dict[str, str] = {}
+    for entry in passes:
+        for step in entry["steps"]:
+            where = step["where"]
+            if not where or where in code:
+                continue
+            name, _, line = where.rpartition(":")
+            path = PACKAGE_ROOT / name
+            try:
+                lines = path.read_text().splitlines()
+            except OSError:
+                continue
+            start = int(line) - 1
+            indent = len(lines[start]) - len(lines[start].lstrip())
+            block = [lines[start]]
+            for text in lines[start + 1:start + limit]:
+                outdented = text.strip() and len(text) - len(text.lstrip()) <= indent
+                # the decorator's function, and a signature's closing line, are still the rule
+                if outdented and not text.lstrip().startswith(("def ", ")")) and not block[-1].lstrip().startswith("@"):
+                    break
+                block.append(text)
+            code[where] = "\n".join(block).rstrip()
+    return code
 
 
 def _value_label(value: Any) -> str:
@@ -355,6 +393,7 @@ def build_data(executable: Any, title: str | None = None, graphs: bool = True,
     data.palette = {c: [style.COLORS[n].fill, style.COLORS[n].stroke, style.COLORS[n].font]
                     for c, n in style.CATEGORY_COLORS.items()}
     data.legend = [[label, c.fill, c.stroke, c.font] for label, c in style.legend_entries()]
+    data.categories = {op: style.category(HloInstruction(op, Shape.scalar("f32"))) for op in OPCODES}
     recorder = executable.recorder
     parsed: dict[str, HloModule] = {}  # one pass's "after" is the next one's "before": parse each text once
 
@@ -378,4 +417,5 @@ def build_data(executable: Any, title: str | None = None, graphs: bool = True,
                 entry["order"] = order_change(before, after)
         data.passes.append(entry)
     data.renamed = final_names(diffs, set(data.instructions))
+    data.rule_code = _rule_code(data.passes)
     return data

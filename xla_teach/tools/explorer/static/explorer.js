@@ -9,7 +9,7 @@
   const $ = (id) => document.getElementById(id);
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
   // view: "module", a pass picture's index, "memory" or "profile"
-  const state = {pass: -1, view: null, scale: 1, x: 0, y: 0, selected: null, heat: false};
+  const state = {pass: -1, view: null, scale: 1, x: 0, y: 0, selected: null, heat: false, step: -1};
   const graph = window.XlaTeachModuleGraph(data);
   // Never drawn smaller than this: the pictures' labels are 11 px at scale 1. A picture larger
   // than the pane is panned, with the minimap for the whole of it; the module graph keeps to what
@@ -55,6 +55,7 @@
     html += '<div class="stat">' + (p.skipped ? "skipped: " + esc(p.skipped) : (p.changed ? "changed the module" : "no change")) +
       " &middot; " + p.ms.toFixed(2) + " ms &middot; instructions " + p.instructions[0] + " &rarr; " + p.instructions[1] +
       " (fused ones counted) &middot; fusions " + p.fusions[0] + " &rarr; " + p.fusions[1] + "</div>";
+    if (p.steps && p.steps.length) html += '<h3>Rewrites (' + p.steps.length + ')</h3><div id="step"></div>';
     if (p.diff) html += diffHtml(p.diff);
     if (p.notes.length) {
       const items = p.notes.map((n) => "<li>" + linkNames(esc(n)) + "</li>").join("");
@@ -63,8 +64,61 @@
         : "<h3>Notes</h3><ul class=notes>" + items + "</ul>";
     }
     if (p.order) html += orderHtml(p.order);
+    if (p.steps && p.steps.length) html += '<details><summary><h3 style=display:inline>Every rewrite, in order</h3></summary><ol class="steps">' +
+      p.steps.map((st, k) => '<li><a data-step="' + k + '">' + esc(st.rule) + "</a></li>").join("") + "</ol></details>";
     $("details").innerHTML = html;
+    state.step = -1;
+    if (p.steps && p.steps.length) showStep(-1);
     remember("pass-" + p.index);
+  }
+
+  // ---- rewrite by rewrite: each rule application or fusion decision of the pass ---------------
+  function showStep(k) {
+    const p = data.passes[state.pass];
+    if (!p || !p.steps || !p.steps.length) return;
+    k = Math.max(-1, Math.min(p.steps.length - 1, k));
+    state.step = k;
+    if (k < 0) {  // the pass as a whole: the piece it touched, before and after
+      $("step").innerHTML = '<div class="stat">The pass as a whole is drawn; <a data-step="0">step through its ' + p.steps.length +
+        " rewrites</a> one by one (<kbd>]</kbd> next, <kbd>[</kbd> back).</div>";
+      for (const li of $("details").querySelectorAll("ol.steps li")) li.classList.remove("current");
+      if (p.order) showOrder(p); else if (p.sides) showSides(p);
+      return;
+    }
+    const st = p.steps[k];
+    const code = (data.ruleCode || {})[st.where];
+    $("step").innerHTML = '<div class="stat">rewrite ' + (k + 1) + " of " + p.steps.length +
+      ' &middot; <a data-step="' + (k - 1) + '">&larr; previous</a> &middot; <a data-step="' + (k + 1) + '">next &rarr;</a> ' +
+      "(<kbd>[</kbd> <kbd>]</kbd>)</div><div><b>" + esc(st.rule) + "</b></div>" +
+      (st.where ? '<div class="stat">' + esc(st.where) + "</div>" : "") +
+      (code ? "<details><summary>the rule's code</summary><pre class=source>" + esc(code) + "</pre></details>" : "") +
+      '<pre class="before">' + esc(st.before.join("\n")) + '</pre><pre class="after">' + esc(st.after.join("\n")) + "</pre>";
+    for (const li of $("details").querySelectorAll("ol.steps li")) li.classList.toggle("current", li.firstChild.dataset.step === String(k));
+    // The middle pane: this rewrite's own before and after, the instructions it touched outlined.
+    showSides(p, {before: stepTable(st.before), after: stepTable(st.after), touched: st.touched},
+      p.name + ", rewrite " + (k + 1) + " of " + p.steps.length + ": " + st.rule);
+  }
+
+  // A step's HLO lines as a small instruction table (indented lines, a fusion's body, are left out).
+  function stepTable(lines) {
+    const table = {};
+    for (const line of lines) {
+      if (/^\s/.test(line)) continue;
+      const m = line.match(/^(?:ROOT )?%?([\w.\-]+) = /);
+      if (!m) continue;
+      let rest = line.slice(m[0].length), shape;
+      if (rest[0] === "(") {
+        let depth = 0, i = 0;
+        for (; i < rest.length; i++) { if (rest[i] === "(") depth++; else if (rest[i] === ")" && --depth === 0) break; }
+        shape = rest.slice(0, i + 1); rest = rest.slice(i + 2);
+      } else { shape = rest.split(" ")[0]; rest = rest.slice(shape.length + 1); }
+      const op = rest.match(/^([a-z][\w\-]*)\((.*?)\)(?:,|$)/);
+      if (!op) continue;
+      table[m[1]] = {opcode: op[1], shape, computation: "side", category: (data.categories || {})[op[1]] || "elementwise",
+        op_name: "", line, operands: (op[2].match(/%[\w.\-]+/g) || []).map((x) => x.slice(1)), fusion: ""};
+    }
+    for (const o of Object.values(table)) o.operands = o.operands.filter((x) => table[x]);
+    return table;
   }
 
   function nameLink(n) { return '<a data-name="' + esc(n) + '">' + esc(displayName(n)) + "</a>"; }
@@ -100,6 +154,8 @@
   }
 
   $("details").addEventListener("click", (e) => {
+    const step = e.target.closest("a[data-step]");
+    if (step) { showStep(Number(step.dataset.step)); return; }
     const focus = e.target.closest("a[data-focus-group]");
     if (focus) { groupTool("focus", graph.groups.get(focus.dataset.focusGroup)); return; }
     const fusion = e.target.closest("a[data-open-fusion]");
@@ -276,9 +332,10 @@
     return window.XlaTeachModuleGraph({title, entry: "side", instructions: table, palette: data.palette, flat: true}).svg();
   }
 
-  function showSides(p) {
+  function showSides(p, sides, caption) {
     state.view = "pass-" + p.index;
-    const parts = [["before " + p.name, p.sides.before], ["after " + p.name, p.sides.after]].map(([title, table]) => {
+    sides = sides || p.sides;
+    const parts = [["before " + p.name, sides.before], ["after " + p.name, sides.after]].map(([title, table]) => {
       const svg = Object.keys(table).length ? sideSvg(table, title) : '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 200 40" width="200" height="40"></svg>';
       const box = svg.match(/viewBox="([^"]*)"/)[1].split(" ").map(Number);
       return {title, svg, box};
@@ -295,9 +352,9 @@
     }
     out += '<line x1="' + (parts[0].box[2] + gap / 2) + '" y1="0" x2="' + (parts[0].box[2] + gap / 2) + '" y2="' + height +
       '" stroke="#b0bec5" stroke-dasharray="4 4"/></svg>';
-    const svg = place(p.name + ": before and after, what it touched outlined in red (the same instruction is selected on both sides)", out);
+    const svg = place(caption || p.name + ": before and after, what it touched outlined in red (the same instruction is selected on both sides)", out);
     if (!svg) return;
-    const touched = new Set(p.sides.touched);
+    const touched = new Set(sides.touched);
     for (const node of svg.querySelectorAll("g.node[data-name]")) node.classList.toggle("touched", touched.has(node.dataset.name));
     // No heat here: the profile timed the optimized module's kernels, not this stage's instructions.
     if (state.selected) mark(state.selected);
@@ -408,6 +465,7 @@
   // Back to the optimized module from a pass: no pass is current, the panel is the module's.
   function leavePass() {
     state.pass = -1;
+    state.step = -1;
     for (const li of list.children) li.classList.remove("current");
   }
 
@@ -860,6 +918,8 @@
     else if (e.key === "m") { showMemory(); remember("memory"); }
     else if (e.key === "p") { showProfile(); remember("profile"); }
     else if (e.key === "h") groupTool("heat");
+    else if (e.key === "]" && state.pass >= 0) showStep(state.step + 1);
+    else if (e.key === "[" && state.pass >= 0) showStep(state.step - 1);
   });
   window.addEventListener("resize", fit);
 
