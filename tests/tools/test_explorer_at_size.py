@@ -39,7 +39,7 @@ const low = [];
 for (const t of document.querySelectorAll('#graph > svg text')) {
   if (!visible(t)) continue;
   let back = 'rgb(255, 255, 255)';
-  const shape = t.parentNode.querySelector('polygon, ellipse, rect:not(.category):not(.split)');
+  const shape = t.parentNode.tagName === 'g' ? t.parentNode.querySelector('polygon, ellipse, rect:not(.category):not(.split)') : null;
   if (shape && opaque(getComputedStyle(shape).fill)) back = getComputedStyle(shape).fill;
   else { const frame = t.closest('g.cluster'); if (frame) back = getComputedStyle(frame.querySelector('rect')).fill; }
   const r = ratio(getComputedStyle(t).fill, back);
@@ -366,4 +366,31 @@ def test_the_simplifier_and_fusion_are_stepped_rewrite_by_rewrite(browser, pages
         assert browser.find_element(By.ID, "step").text.startswith("rewrite 2 of ")
         assert f"{name}, rewrite 2 of " in browser.find_element(By.CSS_SELECTOR, "#graph .caption").text
         assert_legible(browser, f"{name}'s second rewrite")
+    assert console_errors(browser) == []
+
+
+@pytest.mark.slow
+def test_the_memory_view_draws_buffers_by_address_and_size_with_axes(browser, pages):  # type: ignore[no-untyped-def]
+    """Each buffer is a rectangle over its live range at its offset in its allocation, as tall as its
+    bytes (one scale per allocation); the chart above has a byte axis and a step axis."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(pages["cnn"][0].as_uri())
+    browser.find_element(By.TAG_NAME, "body").send_keys("m")
+    rects = browser.execute_script("""
+        const m = JSON.parse(document.getElementById('data').textContent).memory;
+        return [...document.querySelectorAll('#graph > svg g.buffer')].map(g => {
+          const r = g.querySelector('rect'); const b = m.buffers[Number(g.dataset.buffer)];
+          return [b.allocation, b.size, b.offset, Number(r.getAttribute('height')), Number(r.getAttribute('y'))]; });""")
+    assert len(rects) > 20
+    by_allocation: dict[int, list[list[float]]] = {}
+    for allocation, size, offset, height, y in rects:
+        by_allocation.setdefault(allocation, []).append([size, offset, height, y])
+    arena = max(by_allocation.values(), key=len)  # the temporaries' arena: many buffers share it
+    scale = [h / size for size, _, h, _ in arena if h > 3]
+    assert max(scale) / min(scale) < 1.01, "heights follow bytes"
+    top = min(y - offset * scale[0] for size, offset, h, y in arena if h > 3)
+    assert all(abs(y - (top + offset * scale[0])) < 1 for size, offset, h, y in arena if h > 3), "y follows the offset"
+    texts = browser.execute_script("return [...document.querySelectorAll('#graph > svg > text')].map(t => t.textContent)")
+    assert "0 B" in texts and "step" in texts and any(t.endswith("MiB") for t in texts)
     assert console_errors(browser) == []

@@ -237,9 +237,17 @@ def _memory(executable: Any) -> dict[str, Any] | None:
         return None
     entry = assignment.entry
     by_id = {v.id: v for v in entry.values}
-    buffers = [{"names": [by_id[v].instruction.name for v in b.values],
-                "labels": [_value_label(by_id[v]) for v in b.values],
-                "size": b.size, "start": b.start, "end": b.end, "kind": b.kind} for b in entry.live_buffers]
+    buffers = []
+    for b in entry.live_buffers:
+        first = by_id[b.values[0]]
+        try:  # where its bytes are: the memory view draws the temporaries by offset in their arena
+            piece = entry.slice(first.instruction, tuple(first.index))
+            where = {"allocation": piece.allocation.index, "offset": piece.offset}
+        except (KeyError, ValueError, AssertionError):
+            where = {}
+        buffers.append({"names": [by_id[v].instruction.name for v in b.values],
+                        "labels": [_value_label(by_id[v]) for v in b.values],
+                        "size": b.size, "start": b.start, "end": b.end, "kind": b.kind, **where})
     return {"steps": [i.name for i in entry.order], "buffers": buffers, "peak_step": entry.peak_step,
             "peak_bytes": entry.peak_bytes, "temp_bytes": entry.temp_bytes}
 

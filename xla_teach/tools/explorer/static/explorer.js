@@ -694,33 +694,79 @@
   const KIND_COLOURS = {parameter: "#ffcc80", constant: "#c5e1a5", output: "#90caf9", external: "#b0bec5", temp: "#ce93d8"};
   function kib(n) { return n >= 1 << 20 ? (n / (1 << 20)).toFixed(1) + " MiB" : n >= 1024 ? (n / 1024).toFixed(1) + " KiB" : n + " B"; }
 
+  // Memory as buffer assignment sees it: above, the bytes live at each step of the schedule (the
+  // peak in red) with a byte axis; below, every buffer as a rectangle in (step x address): from its
+  // first to its last step, at its offset in its allocation, as tall as its bytes. Temporaries that
+  // share an arena stack and reuse its bytes as their live ranges allow.
   function showMemory() {
     const m = data.memory;
     state.view = "memory";
     if (!m) { view.innerHTML = '<div class="empty">No buffer assignment on this backend.</div>'; return; }
-    const steps = Math.max(m.steps.length, 1), rows = m.buffers.slice().sort((a, b) => a.start - b.start || b.size - a.size);
-    const W = 18, H = 16, left = 220, top = 90, width = left + steps * W + 20, height = top + rows.length * H + 20;
+    const steps = Math.max(m.steps.length, 1), W = 18, left = 150, top = 36, chartH = 90;
     const live = new Array(steps).fill(0);
     for (const b of m.buffers) for (let t = b.start; t <= Math.min(b.end, steps - 1); t++) live[t] += b.size;
     const most = Math.max(1, ...live);
+    // Allocations stacked from the top, each as tall as its bytes (at least a few pixels).
+    const allocs = new Map();
+    for (const b of m.buffers) {
+      const key = b.allocation === undefined ? "?" + b.kind : b.allocation;
+      const a = allocs.get(key) || {key, kind: b.kind, size: 0, buffers: []};
+      a.size = Math.max(a.size, (b.offset || 0) + b.size);
+      a.buffers.push(b);
+      allocs.set(key, a);
+    }
+    // The temporaries' arena first (where bytes are reused), then outputs, parameters, constants.
+    const rank = {temp: 0, output: 1, parameter: 2, constant: 3};
+    const order = [...allocs.values()].sort((a, b) => (rank[a.kind] ?? 4) - (rank[b.kind] ?? 4) || b.size - a.size);
+    const total = order.reduce((sum, a) => sum + a.size, 0) || 1;
+    const perByte = Math.max(600, 22 * order.length) / total;
+    const minH = 16;
+    let y = top + chartH + 50;
+    const width = left + steps * W + 30;
+    let body = "";
+    for (const a of order) {
+      const h = Math.max(minH, a.size * perByte);
+      body += '<rect x="' + left + '" y="' + y + '" width="' + steps * W + '" height="' + h + '" fill="#fafafa" stroke="#cfd8dc"/>' +
+        '<text x="' + (left - 6) + '" y="' + (y + 12) + '" font-size="11" text-anchor="end" fill="#37474f">' +
+        esc(((a.key + "").startsWith("?") ? "" : "#" + a.key + " ") + a.kind + ", " + kib(a.size)) + "</text>";
+      for (const b of a.buffers) {
+        const by = y + (b.offset || 0) * (h / Math.max(a.size, 1)), bh = Math.max(3, b.size * (h / Math.max(a.size, 1)));
+        const end = Math.min(b.end, steps - 1), bx = left + b.start * W, bw = (end - b.start + 1) * W - 2;
+        const label = (b.labels || b.names).map((l, k) => (l === b.names[k] ? displayName(l) : l)).join(", ");
+        body += '<g class="buffer" data-buffer="' + m.buffers.indexOf(b) + '" data-name="' + esc(b.names[0]) + '" data-names="' +
+          esc(b.names.join(" ")) + '"><rect x="' + bx + '" y="' + by +
+          '" width="' + bw + '" height="' + bh + '" fill="' + (KIND_COLOURS[b.kind] || "#cfd8dc") + '" stroke="' +
+          (b.start <= m.peak_step && m.peak_step <= b.end ? "#e53935" : "#78909c") + '" stroke-width="0.6"><title>' + esc(label) + " (" + b.kind +
+          "): " + kib(b.size) + " at offset " + (b.offset || 0) + ", steps " + b.start + "-" + b.end + "</title></rect>" +
+          (bh >= 15 && bw >= 70 ? '<text x="' + (bx + 4) + '" y="' + (by + 12) + '" font-size="11" fill="#212121">' +
+            esc(label.length > bw / 6.5 ? label.slice(0, Math.max(3, Math.floor(bw / 6.5) - 1)) + "\u2026" : label) + "</text>" : "") + "</g>";
+      }
+      y += h + 10;
+    }
+    const height = y + 10;
     let svg = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ' + width + " " + height + '" width="' + width + '" height="' + height + '" class="memory">';
-    svg += '<text x="8" y="16" font-size="13" font-weight="600">Bytes live at each step (peak ' + kib(m.peak_bytes) + " at step " + m.peak_step + ")</text>";
+    svg += '<text x="8" y="18" font-size="13" font-weight="600" fill="#212121">Bytes live at each step (peak ' + kib(m.peak_bytes) + " at step " +
+      m.peak_step + "); below, each buffer at its offset in its allocation, over its live range</text>";
+    // The byte axis of the chart, and the step axis under it.
+    for (const f of [0, 0.5, 1]) {
+      const ty = top + chartH - chartH * f;
+      svg += '<line x1="' + (left - 3) + '" y1="' + ty + '" x2="' + (left + steps * W) + '" y2="' + ty + '" stroke="#eceff1"/>' +
+        '<text x="' + (left - 6) + '" y="' + (ty + 4) + '" font-size="11" text-anchor="end" fill="#37474f">' + kib(Math.round(most * f)) + "</text>";
+    }
     live.forEach((bytes, t) => {
-      const h = 56 * bytes / most;
-      svg += '<rect x="' + (left + t * W) + '" y="' + (76 - h) + '" width="' + (W - 2) + '" height="' + h + '" fill="' + (t === m.peak_step ? "#e53935" : "#90a4ae") +
-        '"><title>step ' + t + " " + esc(m.steps[t] || "") + ": " + kib(bytes) + "</title></rect>";
+      const h = chartH * bytes / most;
+      svg += '<rect x="' + (left + t * W) + '" y="' + (top + chartH - h) + '" width="' + (W - 2) + '" height="' + h + '" fill="' +
+        (t === m.peak_step ? "#e53935" : "#90a4ae") + '"><title>step ' + t + " " + esc(m.steps[t] || "") + ": " + kib(bytes) + "</title></rect>";
     });
-    svg += '<line x1="' + (left + m.peak_step * W + W / 2 - 1) + '" y1="20" x2="' + (left + m.peak_step * W + W / 2 - 1) + '" y2="' + height + '" stroke="#e53935" stroke-dasharray="4 3"/>';
-    rows.forEach((b, r) => {
-      const y = top + r * H, end = Math.min(b.end, steps - 1);
-      const label = (b.labels || b.names).map((l, k) => (l === b.names[k] ? displayName(l) : l)).join(", ");
-      svg += '<text x="' + (left - 6) + '" y="' + (y + 11) + '" font-size="11" text-anchor="end">' + esc(label.length > 30 ? label.slice(0, 29) + "…" : label) + "</text>";
-      svg += '<g class="buffer" data-name="' + esc(b.names[0]) + '" data-names="' + esc(b.names.join(" ")) + '"><rect x="' + (left + b.start * W) + '" y="' + y + '" width="' + ((end - b.start + 1) * W - 2) +
-        '" height="' + (H - 3) + '" fill="' + (KIND_COLOURS[b.kind] || "#cfd8dc") + '" stroke="' + (b.start <= m.peak_step && m.peak_step <= b.end ? "#e53935" : "none") +
-        '"><title>' + esc(label) + " (" + b.kind + "): " + kib(b.size) + ", steps " + b.start + "-" + b.end + "</title></rect></g>";
-    });
-    svg += "</svg>";
-    place("memory: buffers over the schedule", svg);
+    const every = Math.max(1, Math.ceil(60 / W));
+    for (let t = 0; t < steps; t += every) {
+      svg += '<text x="' + (left + t * W + W / 2) + '" y="' + (top + chartH + 16) + '" font-size="11" text-anchor="middle" fill="#37474f">' + t + "</text>";
+    }
+    svg += '<text x="' + (left - 6) + '" y="' + (top + chartH + 16) + '" font-size="11" text-anchor="end" fill="#37474f">step</text>';
+    svg += '<line x1="' + (left + m.peak_step * W + W / 2 - 1) + '" y1="' + top + '" x2="' + (left + m.peak_step * W + W / 2 - 1) + '" y2="' + height +
+      '" stroke="#e53935" stroke-dasharray="4 3"/>';
+    svg += body + "</svg>";
+    place("memory: bytes over the schedule, buffers by address", svg);
     markBars();
     const atPeak = m.buffers.filter((b) => b.start <= m.peak_step && m.peak_step <= b.end).sort((a, b) => b.size - a.size);
     $("details").innerHTML = "<h2>Memory</h2><dl><dt>peak</dt><dd>" + kib(m.peak_bytes) + " (" + m.peak_bytes + " bytes) at step " + m.peak_step +
