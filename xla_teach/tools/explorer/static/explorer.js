@@ -883,14 +883,21 @@
   }
 
   // The ENTRY instruction (a loop, conditional or call) whose computations hold ``name``.
+  let callerOf = null;  // computation -> the instruction that calls it (made once)
   function loopOf(name) {
+    if (!callerOf) {
+      callerOf = new Map();
+      for (const [n, o] of Object.entries(data.instructions)) {
+        for (const c of o.called || []) callerOf.set(c.computation, n);
+        if (o.fusion_kind && (o.members || []).length) callerOf.set((data.instructions[o.members[0]] || {}).computation, n);
+      }
+    }
     let comp = (data.instructions[name] || {}).computation;
     for (let k = 0; k < 8 && comp && comp !== data.entry; k++) {
-      const owner = Object.entries(data.instructions).find(([, o]) => (o.called || []).some((c) => c.computation === comp) ||
-        (o.fusion_kind && (data.instructions[(o.members || [])[0]] || {}).computation === comp));
+      const owner = callerOf.get(comp);
       if (!owner) return null;
-      if (owner[1].computation === data.entry) return owner[0];
-      comp = owner[1].computation;
+      if (data.instructions[owner].computation === data.entry) return owner;
+      comp = data.instructions[owner].computation;
     }
     return null;
   }
