@@ -291,3 +291,45 @@ ENTRY main {
         "broadcast", "constant", "exponential", "multiply", "parameter", "tuple"]
     assert module.entry.instruction("l").opcode == "log"  # nothing shares its operand
     assert_same_results(original, module)
+
+
+def test_xlas_wrapped_reduce_is_neither_fused_into_nor_kept_beside_its_consumer() -> None:
+    """XLA's optimized HLO wraps a lone reduce in a kLoop fusion (``wrapped_reduce``). Fusing it into
+    an elementwise consumer -- or keeping it as the consumer's extra output -- put a reduction in an
+    element loop whose side output has the reduction's output shape, and the CPU emitter crashed
+    (an Adam step on a softmax regression, found in XLA's own HLO). Both fusions now refuse it and
+    the module computes what the interpreter does."""
+    text = """HloModule wrapped
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }
+wrapped_reduce_computation {
+  p = f32[4,10] parameter(0)
+  z = f32[] parameter(1)
+  ROOT r = f32[10] reduce(p, z), dimensions={0}, to_apply=add
+}
+update {
+  g = f32[10] parameter(0)
+  v = f32[10] parameter(1)
+  c = f32[] constant(0.999)
+  cb = f32[10] broadcast(c), dimensions={}
+  vv = f32[10] multiply(v, cb)
+  gg = f32[10] multiply(g, g)
+  ROOT n = f32[10] add(vv, gg)
+}
+ENTRY main {
+  x = f32[4,10] parameter(0)
+  v = f32[10] parameter(1)
+  zero = f32[] constant(0)
+  g = f32[10] fusion(x, zero), kind=kLoop, calls=wrapped_reduce_computation
+  n = f32[10] fusion(g, v), kind=kLoop, calls=update
+  m = f32[10] negate(g)
+  ROOT t = (f32[10], f32[10]) tuple(n, m)
+}"""
+    from tests.backends.backend_test_utils import assert_same, run_both
+    from xla_teach.api import compile_module
+
+    got, want = run_both(text, None, "cpu")
+    assert_same(got, want)
+    optimized = compile_module(text, "cpu").module
+    for fusion in (i for i in optimized.entry.instructions if i.opcode == "fusion"):
+        opcodes = {i.opcode for i in fusion.fused_computation.instructions}
+        assert not ("reduce" in opcodes and "add" in opcodes and "multiply" in opcodes), fusion.to_text()

@@ -5,7 +5,10 @@
 Each program NAME gets NAME.txt (``jax.jit(f).lower(*args).compile().as_text()``: what XLA's
 CPU compiler ran, with its fusions, custom-calls and layouts) and NAME.npz (arg0..argN-1, the
 inputs; out0..outM-1, XLA's results). tests/hlo/test_xla_optimized_modules.py runs them on the
-interpreter and the CPU backend.
+interpreter and the CPU backend. Besides single ops and small programs: one step of each common
+optimizer (SGD, momentum, Adam, AdamW, RMSprop, Adagrad) on a 784 -> 10 softmax regression -- XLA
+fuses the updates of small parameters with its own wrapped reductions -- and the gradients of
+common layers (dense, layer norm, causal attention, embedding; the CNN step has a convolution).
 """
 
 from __future__ import annotations
@@ -48,7 +51,85 @@ def sgd_scatter(table, ids, grads):
     return table.at[ids].add(-0.1 * grads)
 
 
+# ---- optimizers on a softmax regression (784 -> 10), and layers with their gradients -----------
+digits = rng.standard_normal((32, 784)).astype(np.float32)
+onehot = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 32)]
+w784, b10 = (rng.standard_normal((784, 10)) * 0.01).astype(np.float32), np.zeros(10, np.float32)
+
+
+def regression_grads(w, b, x, y):
+    def loss(w, b):
+        return -jnp.mean(jnp.sum(jax.nn.log_softmax(x @ w + b) * y, axis=1))
+    return jax.grad(loss, argnums=(0, 1))(w, b)
+
+
+def optimizer_step(kind):  # type: ignore[no-untyped-def]
+    """One step of ``kind`` on (w, b) with its state (two moment buffers per parameter, some unused)."""
+    def step(w, b, mw, mb, vw, vb, x, y):  # the data as arguments: XLA elides large constants
+        gw, gb = regression_grads(w, b, x, y)
+        out = []
+        for p, g, m, v in ((w, gw, mw, vw), (b, gb, mb, vb)):
+            if kind == "sgd":
+                out += [p - 0.1 * g, m, v]
+            elif kind == "momentum":
+                m = 0.9 * m + g
+                out += [p - 0.01 * m, m, v]
+            elif kind in ("adam", "adamw"):
+                m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+                update = (m / (1 - 0.9**3)) / (jnp.sqrt(v / (1 - 0.999**3)) + 1e-8)
+                decay = 0.01 * p if kind == "adamw" else 0.0
+                out += [p - 1e-3 * (update + decay), m, v]
+            elif kind == "rmsprop":
+                v = 0.9 * v + 0.1 * g * g
+                out += [p - 1e-3 * g / (jnp.sqrt(v) + 1e-7), m, v]
+            elif kind == "adagrad":
+                v = v + g * g
+                out += [p - 0.1 * g / (jnp.sqrt(v) + 1e-10), m, v]
+        return tuple(out)
+    state = (w784, b10, w784 * 0.1, b10 + 0.01, np.abs(w784) * 0.01, b10 + 0.001, digits, onehot)
+    return step, state
+
+
+seq_x = rng.standard_normal((2, 8, 16)).astype(np.float32)
+dense_w2, dense_b2 = (rng.standard_normal((16, 32)) * 0.2).astype(np.float32), np.zeros(32, np.float32)
+attn_w = (rng.standard_normal((4, 16, 16)) * 0.2).astype(np.float32)
+table = rng.standard_normal((50, 16)).astype(np.float32)
+ids = rng.integers(0, 50, (2, 8)).astype(np.int32)
+
+
+def dense_grad(x, w, b):
+    return jax.grad(lambda x, w, b: jnp.sum(jax.nn.relu(x @ w + b) ** 2), argnums=(0, 1, 2))(x, w, b)
+
+
+def layernorm_grad(x, g):
+    def f(x, g):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return jnp.sum(((x - mean) * jax.lax.rsqrt(var + 1e-5) * g) ** 2)
+    return jax.grad(f, argnums=(0, 1))(x, g)
+
+
+def attention_grad(x, w, causal):
+    def f(x, w):
+        q, k, v, o = x @ w[0], x @ w[1], x @ w[2], w[3]
+        q, k, v = (t.reshape(2, 8, 2, 8) for t in (q, k, v))
+        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(8.0)
+        probs = jax.nn.softmax(jnp.where(causal, scores, -1e9), -1)
+        return jnp.sum((jnp.einsum("bhqk,bkhd->bqhd", probs, v).reshape(2, 8, 16) @ o) ** 2)
+    return jax.grad(f, argnums=(0, 1))(x, w)
+
+
+def embedding_grad(table, ids):
+    return jax.grad(lambda t: jnp.sum(jnp.tanh(t[ids]) ** 2))(table)
+
+
 PROGRAMS = {
+    **{f"regression_{kind}_step": optimizer_step(kind) for kind in ("sgd", "momentum", "adam", "adamw", "rmsprop",
+                                                                     "adagrad")},
+    "dense_grad": (dense_grad, (seq_x, dense_w2, dense_b2)),
+    "layernorm_grad": (layernorm_grad, (seq_x, np.ones(16, np.float32))),
+    "attention_grad": (attention_grad, (seq_x, attn_w, np.tril(np.ones((8, 8), bool)))),
+    "embedding_grad": (embedding_grad, (table, ids)),
     "argsort": (lambda x: jnp.argsort(x, axis=-1), (x,)),
     "sort_key_value": (lambda x: jax.lax.sort((x, jnp.arange(16, dtype=jnp.int32)[None].repeat(4, 0)), num_keys=1), (x,)),
     "top_k": (lambda x: jax.lax.top_k(x, 3), (x,)),
@@ -70,7 +151,7 @@ def main() -> None:
         args = tuple(np.asarray(a) for a in args)
         text = jax.jit(f).lower(*args).compile().as_text()
         out = jax.jit(f)(*args)
-        outs = out if isinstance(out, (tuple, list)) else (out,)
+        outs = jax.tree.leaves(out)
         (HERE / f"{name}.txt").write_text(text)
         np.savez(HERE / f"{name}.npz", **{f"arg{i}": a for i, a in enumerate(args)},
                  **{f"out{i}": np.asarray(o) for i, o in enumerate(outs)})

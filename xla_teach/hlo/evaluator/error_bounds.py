@@ -123,6 +123,9 @@ def widen_module(module: HloModule) -> tuple[HloModule, dict[int, Shape]]:
         for instr in comp.instructions:
             if instr.opcode in REFUSED:
                 raise BoundsUnavailable(f"{instr.name}: {instr.opcode} has no f64 equivalent")
+            if instr.opcode == "bitcast" and instr.operand(0).shape.element_type is not instr.shape.element_type:
+                # XLA's optimized HLO reinterprets f32 bits as s32 this way (in sort comparators)
+                raise BoundsUnavailable(f"{instr.name}: a bitcast between element types has no f64 equivalent")
     wide = module.clone()
     original: dict[int, Shape] = {}
     for comp in wide.computations:

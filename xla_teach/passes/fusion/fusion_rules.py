@@ -46,6 +46,13 @@ class FusionConfig:
     cheap_ops: frozenset[str] = frozenset()
 
 
+def holds_reduction(fusion: HloInstruction) -> bool:
+    """True for a fusion with a ``reduce`` inside. XLA's own optimized HLO wraps a lone reduce in a
+    kLoop fusion (``wrapped_reduce``): it is still a reduction -- not an element loop a consumer can
+    recompute per element, nor one whose loop can also write a consumer's value."""
+    return fusion.opcode == "fusion" and any(i.opcode == "reduce" for i in fusion.fused_computation.instructions)
+
+
 def _is_loop_fusible(instr: HloInstruction) -> bool:
     if is_elementwise(instr.opcode) or instr.opcode in _LOOP_FUSIBLE:
         return not instr.shape.is_tuple and instr.opcode not in ("rng",)
@@ -131,6 +138,8 @@ def _producer_problem(producer: HloInstruction, consumer: HloInstruction, config
     if op == "fusion":
         if producer.fusion_kind != "kLoop" or producer.shape.is_tuple:
             return f"only single-output kLoop fusions merge into consumers ({producer.fusion_kind})"
+        if holds_reduction(producer):
+            return f"{producer.name} holds a reduction, which is not recomputed per output element of its consumer"
         return None
     if op == "reduce":
         return "a reduction is not recomputed per output element of its consumer"

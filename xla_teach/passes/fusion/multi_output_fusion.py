@@ -88,7 +88,7 @@ a reduction must have the reduction's input shape).
 from __future__ import annotations
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.passes.fusion.fusion_rules import FusionConfig, is_elementwise
+from xla_teach.passes.fusion.fusion_rules import FusionConfig, holds_reduction, is_elementwise
 from xla_teach.passes.fusion.fusion_utils import add_fusion_output, create_fusion, merge_sibling_fusions
 from xla_teach.passes.fusion.instruction_fusion import fusible_computations
 from xla_teach.passes.pass_base import HloPass
@@ -121,7 +121,8 @@ def _is_unfused_elementwise(instr: HloInstruction) -> bool:
 
 
 def _is_loop_like(instr: HloInstruction) -> bool:
-    return instr.opcode == "fusion" and instr.fusion_kind == "kLoop" and not instr.shape.is_tuple
+    return (instr.opcode == "fusion" and instr.fusion_kind == "kLoop" and not instr.shape.is_tuple
+            and not holds_reduction(instr))
 
 
 def _size(instr: HloInstruction) -> int:
