@@ -75,7 +75,8 @@ def evaluate_computation(comp: HloComputation, args: Sequence[Any]) -> Value:
     return HloEvaluator(flush_denormals=False).evaluate_computation(comp, args)
 
 
-def evaluate_instruction(instr: HloInstruction, operand_values: Sequence[Value]) -> Value:
+def evaluate_instruction(instr: HloInstruction, operand_values: Sequence[Value],
+                         flush_denormals: bool = False) -> Value:
     """Evaluate a single instruction on given operand values (for constant folding: IEEE
-    denormals, as XLA's compile-time evaluator keeps them)."""
-    return HloEvaluator(flush_denormals=False).evaluate_instruction(instr, operand_values)
+    denormals by default, as XLA's compile-time evaluator keeps them for elementwise ops)."""
+    return HloEvaluator(flush_denormals=flush_denormals).evaluate_instruction(instr, operand_values)

@@ -15,6 +15,11 @@ Which instructions are folded (XLA's rules):
   with a side effect (``rng``, side-effecting custom-calls) or calling a computation
   that has one, no ``while`` (it might not terminate), no ``call``/``conditional`` (their
   bodies may loop; ``call-inliner`` has inlined calls already), no ``custom-call``, no tuples;
+* **denormals as XLA folds them**: elementwise ops keep IEEE denormals (XLA's evaluator does:
+  ``3.4e38 * -1.47e-39`` folds to ``-0.5``), but a ``dot`` or ``convolution`` folds as if denormals
+  were flushed -- XLA's evaluator computes them with Eigen, and a folded ``dot`` of the same two
+  numbers gives XLA's ``4`` for ``3.4e38 * -1.47e-39 + 1 * 4``, as the CPU runtime would (found
+  by the differential fuzzer: a convolution of constants, ``fuzz_20163``);
 * **size cap**: nothing whose result, or whose operands together, have more than
   ``max_elements`` elements. XLA's cap is 45 million elements
   (``kMaximumConstantSizeElements``); xla_teach folds through a NumPy interpreter and
@@ -48,6 +53,9 @@ from xla_teach.hlo.evaluator import EvaluationError, evaluate_instruction
 from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.passes.pass_base import HloPass
 from xla_teach.passes.rewrite_utils import has_side_effect_recursive
+
+# Folded with denormals flushed, as XLA's evaluator (Eigen) computes them (see the docstring).
+FLUSHED_WHEN_FOLDED = frozenset({"dot", "convolution"})
 
 DEFAULT_MAX_ELEMENTS = 1 << 20  # about a million elements (4 MiB of f32)
 XLA_MAX_ELEMENTS = 45 * 1000 * 1000  # XLA's kMaximumConstantSizeElements
@@ -106,7 +114,7 @@ class ConstantFolding(HloPass):
             try:
                 values = [evaluate_instruction(o, [evaluate_instruction(o.operand(0), [])])
                           if o.opcode == "broadcast" else o.literal for o in instr.operands]
-                result = evaluate_instruction(instr, values)
+                result = evaluate_instruction(instr, values, flush_denormals=instr.opcode in FLUSHED_WHEN_FOLDED)
             except (EvaluationError, ValueError, TypeError, NotImplementedError) as err:
                 self.note(f"{comp.name}: not folding {instr.name}: the interpreter failed ({err})")
                 continue
