@@ -26,7 +26,9 @@ HEADER = """\
 xla_teach reads XLA's flags the way XLA does: from the `XLA_FLAGS` environment variable
 (`XLA_FLAGS="--xla_dump_to=/tmp/dump --xla_dump_hlo_pass_re=.*"`), from the command line of
 every `xla-teach` subcommand, and from Python through `xla_teach.flags`
-(`flags.set(...)`, `with flags.override(xla_dump_to="/tmp/dump"): ...`). Flags that XLA
+(`flags.set(...)` for the process, `with flags.override(xla_dump_to="/tmp/dump"): ...` for the
+calling thread only, as JAX's config contexts: two threads may compile and run with different
+flags at once, and a jitted function compiles again for other flag values). Flags that XLA
 has keep XLA's names and meanings; flags only xla_teach has start with `xla_teach_`.
 `xla-teach flags` prints this table.
 

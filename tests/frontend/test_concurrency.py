@@ -82,3 +82,36 @@ def test_a_dropped_jitted_function_frees_its_executable_and_machine_code() -> No
     del f, entry
     gc.collect()
     assert executable() is None and engine() is None
+
+
+def test_flag_overrides_are_per_thread_as_jaxs_config_contexts(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two threads run the same jitted function at the same time, each inside its own
+    ``flags.override``: one flushes denormals and dumps its compilation, the other computes IEEE
+    denormals and dumps nothing. Each sees only its own flags, in ``flags.current()``, in what
+    its runs compute, and in what is written; the process-wide values stay as they were."""
+    from xla_teach import flags
+
+    square = xt.jit(lambda x: x * x)
+    x = np.full(4, 1e-20, np.float32)  # x * x = 1e-40: a denormal, or zero when flushed
+    barrier = threading.Barrier(2)
+    seen: dict[str, tuple[object, set[float]]] = {}
+
+    def run(name: str, **values: object) -> None:
+        with flags.override(**values):
+            barrier.wait()  # both inside their overrides at once
+            outs = {float(square(x)[0]) for _ in range(40)}
+            barrier.wait()
+            seen[name] = (flags.current()["xla_dump_to"], outs)
+
+    threads = [threading.Thread(target=run, args=("flush",), kwargs={"xla_teach_flush_denormals": True,
+                                                                       "xla_dump_to": str(tmp_path)}),
+               threading.Thread(target=run, args=("ieee",), kwargs={"xla_teach_flush_denormals": False})]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen["flush"] == (str(tmp_path), {0.0})
+    dump_to, ieee = seen["ieee"]
+    assert dump_to == flags.FLAGS["xla_dump_to"].default and len(ieee) == 1 and 0 < ieee.pop() < 1.2e-38
+    assert list(tmp_path.glob("*.before_optimizations.txt")), "the flushing thread dumped its compilation"
+    assert flags.current()["xla_teach_flush_denormals"] == flags.FLAGS["xla_teach_flush_denormals"].default
