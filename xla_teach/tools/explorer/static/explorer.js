@@ -273,13 +273,27 @@
   }
 
   // Open or close a group or fusion, keeping the place clicked where it was on the screen.
+  // When the picture grows past the pane at the current zoom (a small picture is shown at up to
+  // 1.5x), it is fitted again -- never below MIN_SCALE -- and the opened place is brought into view.
   function regroup(change, anchor) {
     const before = anchor && anchor.getBoundingClientRect();
+    const scale = state.scale;
     change();
     showModule(true);
     if (!before) return;
     const selector = anchor.dataset.group ? '[data-group="' + CSS.escape(anchor.dataset.group) + '"]'
       : '[data-fusion="' + CSS.escape(anchor.dataset.fusion || anchor.dataset.name) + '"], g.node[data-name="' + CSS.escape(anchor.dataset.fusion || anchor.dataset.name) + '"]';
+    const svg = view.querySelector("svg:not(.overview)");
+    const box = svg && svg.viewBox.baseVal;
+    if (box && scale > MIN_SCALE && (box.width * scale > view.clientWidth || box.height * scale > view.clientHeight)) {
+      fit();
+      const now = view.querySelector(selector);
+      if (now) {
+        const r = now.getBoundingClientRect(), v = view.getBoundingClientRect();
+        if (r.right < v.left || r.left > v.right || r.bottom < v.top || r.top > v.bottom) centerOn(now);
+      }
+      return;
+    }
     const now = view.querySelector(selector);
     if (!now) return;
     const after = now.getBoundingClientRect();
