@@ -107,25 +107,24 @@ def assert_same(got: list[np.ndarray], want: list[np.ndarray], tol: dict[str, fl
             np.testing.assert_array_equal(g, w, err_msg=f"{what} out{i}")
 
 
-def assert_within_bound(got: np.ndarray, want: np.ndarray, bounded: Bounded, what: str = "") -> None:
-    """Every element of ``got`` and of the interpreter's ``want`` within ``bounded``'s bound of the
-    exact value; elements with an unknown bound compared with ``want`` at the dtype's tolerance."""
-    for name, result in (("result", got), ("interpreter's result (the bound is wrong)", want)):
+def assert_within_bound(got: np.ndarray, want: np.ndarray, bounded: Bounded, what: str = "",
+                        tol: dict[str, float] | None = None, other: str = "interpreter") -> None:
+    """Every element of ``got`` and of ``want`` (the ``other`` implementation's result: the
+    interpreter's -- if it is outside, the bound is wrong -- or XLA's) within ``bounded``'s bound of
+    the exact value; elements with an unknown bound compared with ``want`` at ``tol`` (or the
+    dtype's tolerance)."""
+    oracle = " (the interpreter is the oracle: the bound is wrong)" if other == "interpreter" else ""
+    for name, result in (("result", got), (f"{other}'s result{oracle}", want)):
         bad = outside_bound(result, bounded)
         if bad.any():
             at = tuple(int(x) for x in np.argwhere(bad)[0])
             raise AssertionError(
                 f"{what}: {int(bad.sum())} of {bad.size} elements of the {name} are outside the rounding-error "
-                f"bound; first at {at}: got {got[at]!r}, interpreter {want[at]!r}, exact {bounded.value[at]!r}, "
+                f"bound; first at {at}: got {got[at]!r}, {other} {want[at]!r}, exact {bounded.value[at]!r}, "
                 f"bound {bounded.bound[at]!r}")
     unknown = unknown_bound(bounded)
     if unknown.any():
-        g, w = got[unknown], want[unknown]
-        if w.dtype.kind in "fc" or w.dtype in (np.dtype(ml_dtypes.bfloat16),):
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), equal_nan=True, err_msg=what,
-                                       **tolerance_for(w.dtype))
-        else:
-            np.testing.assert_array_equal(g, w, err_msg=what)
+        assert_same([got[unknown]], [want[unknown]], tol, f"{what} (elements without a bound)")
 
 
 def assert_matches_xla(got: list[np.ndarray], xla: list[np.ndarray], module: HloModule, args: list[np.ndarray],
@@ -143,14 +142,8 @@ def assert_matches_xla(got: list[np.ndarray], xla: list[np.ndarray], module: Hlo
         assert g.dtype == x.dtype and g.shape == x.shape, f"{what} out{i}: {g.dtype}{g.shape} vs XLA's {x.dtype}{x.shape}"
         if bounds is None:
             assert_same([g], [x], tol, f"{what} out{i}")
-            continue
-        for name, result in (("ours", g), ("XLA's", x)):
-            bad = outside_bound(result, bounds[i])
-            assert not bad.any(), (f"{what} out{i}: {int(bad.sum())} elements of {name} outside the rounding-error "
-                                   f"bound, first at {tuple(np.argwhere(bad)[0])}")
-        unknown = unknown_bound(bounds[i])
-        if unknown.any():
-            assert_same([g[unknown]], [x[unknown]], tol, f"{what} out{i} (elements without a bound)")
+        else:
+            assert_within_bound(g, x, bounds[i], f"{what} out{i}", tol, other="XLA")
 
 
 def run_both(module: HloModule | str, args: list[np.ndarray] | None, backend: str,

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xla_teach.hlo.ir import HloComputation, HloModule
+from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 
 
 class HloPass:
@@ -84,6 +84,7 @@ class HloPass:
 
 
 MAX_STEPS = 500  # rewrite steps kept per pass run
+MAX_CODE_LINES = 40  # of a rule's code kept for the explorer
 
 
 @dataclass
@@ -99,23 +100,36 @@ class RewriteStep:
 
 
 _SOURCES: dict[Any, tuple[str, int]] = {}
+_CODE: dict[str, str] = {}  # "file:line" -> the function's source there
 
 
 def source_of(fn: Callable[..., Any] | None) -> tuple[str, int]:
-    """``(file relative to the package's parent, first line)`` of ``fn`` (cached)."""
+    """``(file relative to the package's parent, first line)`` of ``fn`` (cached; the first line
+    is its first decorator's); :func:`source_code` then gives the code there."""
     if fn is None:
         return "", 0
     key = getattr(fn, "__code__", fn)
     if key not in _SOURCES:
         try:
-            path = Path(inspect.getsourcefile(fn) or "")
-            line = inspect.getsourcelines(fn)[1]
+            where = Path(inspect.getsourcefile(fn) or "").resolve()
+            lines, line = inspect.getsourcelines(fn)
             root = Path(__file__).resolve().parents[2]
-            where = path.resolve()
-            _SOURCES[key] = (str(where.relative_to(root)) if where.is_relative_to(root) else str(where), line)
+            name = str(where.relative_to(root)) if where.is_relative_to(root) else str(where)
+            _SOURCES[key] = (name, line)
+            _CODE[f"{name}:{line}"] = "".join(lines[:MAX_CODE_LINES]).rstrip()
         except (OSError, TypeError):
             _SOURCES[key] = ("", 0)
     return _SOURCES[key]
+
+
+def hlo_lines(instrs: Iterable[HloInstruction]) -> list[str]:
+    """The HLO lines of ``instrs`` (each once, without metadata): what a rewrite step shows."""
+    return [i.to_text(print_metadata=False).strip() for i in dict.fromkeys(instrs)]
+
+
+def source_code(where: str) -> str:
+    """The code of a function :func:`source_of` located at ``where`` ("file:line"), or ""."""
+    return _CODE.get(where, "")
 
 
 @dataclass

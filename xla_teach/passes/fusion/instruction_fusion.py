@@ -66,7 +66,7 @@ from __future__ import annotations
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.passes.fusion.fusion_rules import FusionConfig, choose_kind, fusion_decision
 from xla_teach.passes.fusion.fusion_utils import create_fusion, fuse_producer
-from xla_teach.passes.pass_base import HloPass
+from xla_teach.passes.pass_base import HloPass, hlo_lines
 
 STEP_LINES = 12  # of a fusion's body in a recorded step
 
@@ -145,7 +145,7 @@ class InstructionFusion(HloPass):
 
     def _fuse(self, producer: HloInstruction, consumer: HloInstruction) -> HloInstruction:
         kind = choose_kind(producer, consumer)
-        before = [i.to_text(print_metadata=False).strip() for i in (producer, consumer)] if self.recording_steps else []
+        before = hlo_lines([producer, consumer]) if self.recording_steps else []
         names = [producer.name, consumer.name]
         if consumer.opcode != "fusion":
             name = f"{producer.opcode}_{consumer.opcode}_fusion"
@@ -158,8 +158,7 @@ class InstructionFusion(HloPass):
         fuse_producer(consumer, producer)
         if self.recording_steps:  # the fusion and its computation as they are now
             body = consumer.fused_computation.instructions[-STEP_LINES:]  # the root and what fused last
-            after = [consumer.to_text(print_metadata=False).strip()] + [
-                "  " + i.to_text(print_metadata=False).strip() for i in body]
+            after = hlo_lines([consumer]) + ["  " + line for line in hlo_lines(body)]
             self.record_step(f"fuse {producer.opcode} into {kind}", fusion_decision, before, after,
                              names + [consumer.name])
         return consumer

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction
 from xla_teach.hlo.opcodes import is_elementwise
-from xla_teach.passes.pass_base import HloPass
+from xla_teach.passes.pass_base import HloPass, hlo_lines
 from xla_teach.passes.simplifiers.algsimp_rules_arith import ARITH_RULES
 from xla_teach.passes.simplifiers.algsimp_rules_base import Rule
 from xla_teach.passes.simplifiers.algsimp_rules_reduce_dot import REDUCE_DOT_RULES
@@ -119,8 +119,8 @@ class AlgebraicSimplifier(HloPass):
                                          f"{instr.shape} -> {replacement.shape}")
                 self.note(f"{comp.name}: {instr.name} -> {replacement.name} [{r.name}]")
                 if self.recording_steps:
-                    self.record_step(r.name, r.apply, _lines([instr, *instr.operands]),
-                                     _lines([replacement, *_new_operands(replacement, instr)]),
+                    self.record_step(r.name, r.apply, hlo_lines([instr, *instr.operands]),
+                                     hlo_lines([replacement, *_new_operands(replacement, instr)]),
                                      [instr.name, replacement.name])
                 comp.replace_instruction(instr, replacement)
                 fired = True
@@ -131,10 +131,6 @@ class AlgebraicSimplifier(HloPass):
         if opcode not in self._by_opcode:
             self._by_opcode[opcode] = rules_for(opcode, self.rules)
         return self._by_opcode[opcode]
-
-
-def _lines(instrs: list[HloInstruction]) -> list[str]:
-    return [i.to_text(print_metadata=False).strip() for i in dict.fromkeys(instrs)]
 
 
 def _new_operands(replacement: HloInstruction, old: HloInstruction) -> list[HloInstruction]:

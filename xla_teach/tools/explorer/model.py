@@ -37,7 +37,7 @@ from xla_teach.hlo.opcodes import OPCODES
 from xla_teach.hlo.parser import parse_hlo
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.sharding import HloSharding
-from xla_teach.passes.pass_base import PassRecord
+from xla_teach.passes.pass_base import PassRecord, source_code
 from xla_teach.tools import render_style as style
 from xla_teach.tools.explorer.kernel_code import kernel_code, pack
 from xla_teach.tools.explorer.pass_view import final_names, order_change, pass_sides
@@ -186,35 +186,9 @@ def _pass_entry(record: PassRecord) -> dict[str, Any]:
                        "before": s.before, "after": s.after, "touched": s.touched} for s in record.steps]}
 
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[3]
-
-
-def _rule_code(passes: list[dict[str, Any]], limit: int = 40) -> dict[str, str]:
-    """``"file:line" -> the code there`` for every rule a recorded step names: the decorated
-    function, up to the next line at its own indentation (at most ``limit`` lines)."""
-    code: dict[str, str] = {}
-    for entry in passes:
-        for step in entry["steps"]:
-            where = step["where"]
-            if not where or where in code:
-                continue
-            name, _, line = where.rpartition(":")
-            path = PACKAGE_ROOT / name
-            try:
-                lines = path.read_text().splitlines()
-            except OSError:
-                continue
-            start = int(line) - 1
-            indent = len(lines[start]) - len(lines[start].lstrip())
-            block = [lines[start]]
-            for text in lines[start + 1:start + limit]:
-                outdented = text.strip() and len(text) - len(text.lstrip()) <= indent
-                # the decorator's function, and a signature's closing line, are still the rule
-                if outdented and not text.lstrip().startswith(("def ", ")")) and not block[-1].lstrip().startswith("@"):
-                    break
-                block.append(text)
-            code[where] = "\n".join(block).rstrip()
-    return code
+def _rule_code(passes: list[dict[str, Any]]) -> dict[str, str]:
+    """``"file:line" -> the code there`` for every rule a recorded step names."""
+    return {step["where"]: source_code(step["where"]) for entry in passes for step in entry["steps"] if step["where"]}
 
 
 def _value_label(value: Any) -> str:

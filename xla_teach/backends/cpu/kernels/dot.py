@@ -91,9 +91,9 @@ def _describe_gemm(view: StridedGemm) -> str:
     transposed = [name for name, t in (("A", view.trans_a), ("B", view.trans_b)) if t]
     if transposed:
         text += f", {' and '.join(transposed)} transposed in the call"
-    strided = [name for name, v, width in (("A", view.a, view.k if not view.trans_a else view.m),
-                                           ("B", view.b, view.n if not view.trans_b else view.k))
-               if (view.lda if name == "A" else view.ldb) > width]
+    # A matrix's stored rows are as long as its columns (op(A) = A) or its rows (op(A) = A^T).
+    strided = [name for name, ld, width in (("A", view.lda, view.m if view.trans_a else view.k),
+                                            ("B", view.ldb, view.k if view.trans_b else view.n)) if ld > width]
     if strided:
         text += f", {' and '.join(strided)} read with a row stride"
     return text
@@ -107,16 +107,17 @@ def emit_dot_kernel(ctx: KernelContext) -> tuple[int, int]:
     dot = find_dot(ctx)
     assert dot is not None
     strategy = dot_strategy(dot)
+    view = strided_gemm(dot) if strategy == "blas" and find_blas() is not None else None
+    gemm = gemm_shape(dot) if strategy == "loops" else None
     # A strategy written by hand (or before a later pass changed a layout) that the dot cannot take
     # falls back to the element loop rather than failing.
-    if strategy == "elemental" or (strategy == "blas" and (strided_gemm(dot) is None or find_blas() is None)) or (
-            strategy == "loops" and (gemm_shape(dot) is None or gemm_shape(dot).batch != 1)):  # type: ignore[union-attr]
+    if view is None and (gemm is None or gemm.batch != 1):
         return emit_loop_kernel(ctx)
     out = ctx.output_arrays[0]
     epilogue = _epilogue_emitter(ctx, dot, out) if ctx.hero() is not dot else None
-    if strategy == "blas":
+    if view is not None:
         ctx.vector_code = epilogue is None  # calls only, or an epilogue loop for LLVM to vectorize
-        return _emit_blas(ctx, dot, out, epilogue)
+        return _emit_blas(ctx, dot, view, out, epilogue)
     return _emit_ikj(ctx, dot, ctx.emitter(), out, epilogue)
 
 
@@ -128,7 +129,7 @@ def _operand_pointer(ctx: KernelContext, dot: HloInstruction, i: int) -> ir.Valu
     return ctx.operand_arrays[i].base
 
 
-def _emit_blas(ctx: KernelContext, dot: HloInstruction, out: IrArray,
+def _emit_blas(ctx: KernelContext, dot: HloInstruction, view: StridedGemm, out: IrArray,
                epilogue: ElementalEmitter | None) -> tuple[int, int]:
     """One ``gemm`` per batch index, or -- for a single product -- on the rows ``begin .. end`` of
     the output, so that the CPU's threads split a product between them (OpenBLAS itself runs one
@@ -137,8 +138,6 @@ def _emit_blas(ctx: KernelContext, dot: HloInstruction, out: IrArray,
     The operands are the :func:`strided_gemm` view of the dot: ``x @ W`` on ``f32[8,128,256]``
     activations is one product of 1024 rows, and attention's ``bqhd x bkhd`` reads each (b, h)
     matrix with a row stride of ``h * d`` elements -- no copy either way."""
-    view = strided_gemm(dot)
-    assert view is not None
     b = ctx.b
     is_double = dot.shape.element_type is PrimitiveType.F64
     fty = F64 if is_double else F32
@@ -198,7 +197,7 @@ def _run_epilogue_rows(ctx: KernelContext, dot: HloInstruction, out: IrArray, ep
     """The fused epilogue over rows ``begin .. end`` of the product, each row taken back to the
     output's own dimensions (the lhs free dimensions, then the rhs free dimensions)."""
     b = ctx.b
-    lf, rf = dot_index_maps(dot)[2], dot_index_maps(dot)[5]
+    _, _, lf, _, _, rf = dot_index_maps(dot)
     row_sizes = [dot.operand(0).shape.dimensions[d] for d in lf]
     col_sizes = [dot.operand(1).shape.dimensions[d] for d in rf]
     root = ctx.hero()

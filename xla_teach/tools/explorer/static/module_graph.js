@@ -4,7 +4,8 @@
 // by dagre (vendor/dagre.min.js), and each layout is kept, so a module of thousands of instructions
 // costs what its open groups cost.
 //
-//   const graph = XlaTeachModuleGraph(data);   // data: the page's JSON
+//   const graph = XlaTeachModuleGraph(data);   // data: the page's JSON; every group closed
+//   graph.firstView(width, height);            // open what fits a pane of that size
 //   view.innerHTML = graph.svg();              // open groups as clusters, closed ones as boxes
 //   graph.toggle("g:jvp(loss)"); graph.reveal("dot.3"); graph.toggleFusion("fusion.2");
 //
@@ -20,7 +21,6 @@
 // the minimap shows the rest), so the first picture of a module of any size is readable; expandAll / collapseAll / focus(group) change what is open, never the text size.
 (function () {
   "use strict";
-  const FIRST_BOXES = 40;  // without a pane size, groups are opened breadth first while the boxes fit this
   const MAX_MEMBERS = 40;
   const MAX_LOOSE = 6;  // instructions outside any scope beside the scopes, before they get a group of their own
   const GATHER = 4;  // more parameters (or array constants) than this are gathered into one group
@@ -124,7 +124,7 @@
         g.members = [];
         const own = addGroup(g, g.id + "#own", g === root ? "outside any scope" : g.label + " itself", []);
         cut(own, members, 0, members.length, "instructions");
-      } else if (members.length > MAX_MEMBERS && !(g === root && !g.groups.length && members.length <= FIRST_BOXES)) {
+      } else if (members.length > MAX_MEMBERS) {
         cut(g, members, 0, members.length, g.id === "g:#parameters" ? "parameters" : g.id === "g:#constants" ? "constants" : "instructions");
       }
     }
@@ -136,19 +136,6 @@
     const open = new Set([root.id]);
     const openFusions = new Set();
     let focused = root.id;  // the group drawn as the whole picture (focus)
-    // Open breadth first while the boxes drawn stay within FIRST_BOXES.
-    (function openFirst() {
-      let boxes = root.groups.length + root.members.length;
-      const queue = [...root.groups];
-      while (queue.length) {
-        const g = groups.get(queue.shift());
-        const more = g.groups.length + g.members.length - 1;
-        if (boxes + more > FIRST_BOXES) continue;
-        open.add(g.id);
-        boxes += more;
-        queue.push(...g.groups);
-      }
-    })();
 
     function ancestors(id) {
       const chain = [];
