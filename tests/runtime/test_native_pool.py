@@ -151,3 +151,28 @@ def test_workers_compute_with_the_callers_control_register(kernels: dict[str, in
         else:
             assert np.all(out > 0) and np.all(out < np.finfo(np.float32).tiny)
     assert helped > 0, "the worker never took a part"
+
+
+def test_a_timed_split_says_when_and_on_which_thread_each_part_ran(kernels: dict[str, int]) -> None:
+    """``parallel_for_timed``: every part once, each on a thread of this process, its times inside
+    the call and on the clock ``time.perf_counter`` reads; the work still done exactly once."""
+    import os
+    import time
+
+    assert pool is not None
+    outer, parts = 1000, 4
+    counts = np.zeros(outer, np.int64)
+    table = _table(counts)
+    before = time.perf_counter()
+    timed = pool.parallel_for_timed(kernels["count"], ctypes.cast(table, ctypes.c_void_p), outer, parts)
+    after = time.perf_counter()
+    np.testing.assert_array_equal(counts, np.ones(outer))
+    assert sorted(p.part for p in timed) == list(range(parts))
+    threads = {t.native_id for t in threading.enumerate()}
+    for p in timed:
+        assert before <= p.start <= p.end <= after, (before, p, after)
+        assert p.thread in threads or p.thread == os.getpid()
+    assert threading.get_native_id() in {p.thread for p in timed}, "the caller claims parts too"
+    # Untimed calls after a timed one write no timings (the table pointer is the task's own).
+    pool.parallel_for(kernels["count"], ctypes.cast(table, ctypes.c_void_p), outer, parts)
+    np.testing.assert_array_equal(counts, np.full(outer, 2))

@@ -397,8 +397,33 @@ def test_profile_times_every_kernel_after_warm_up() -> None:
     assert kernels <= set(profile["thunks"]), kernels - set(profile["thunks"])
     # The thunks of one run happen inside it, one after another.
     assert sum(t["us"] for t in profile["thunks"].values()) <= profile["run_us"] * 1.05
-    last = profile["events"]
-    assert len(last) == len(kernels) and all(e["start"] >= 0 for e in last)
+    # The page's timeline holds every timed run: each run's thunks once each, inside the run.
+    timeline = profile["timeline"]
+    assert len(timeline["runs"]) == 3 and timeline["runs"][0][0] == 0
+    for run, (start, us) in enumerate(timeline["runs"]):
+        events = [e for e in timeline["events"] if e[1] == run]
+        assert sorted(timeline["names"][e[0]] for e in events) == sorted(kernels)
+        assert all(start <= e[2] and e[2] + e[3] <= start + us + 0.02 and e[5] == 0 for e in events)
+        ordered = sorted(events, key=lambda e: e[2])
+        assert all(a[2] + a[3] <= b[2] + 0.02 for a, b in zip(ordered, ordered[1:], strict=False)), "one after another"
+
+
+def test_the_profile_timeline_nests_a_loop_s_kernels_inside_its_thunk() -> None:
+    """A kernel of a while loop's body is one level down (depth 1), inside its loop's event."""
+    from xla_teach.lax import fori_loop
+
+    def iterate(x):  # type: ignore[no-untyped-def]
+        return fori_loop(0, 6, lambda i, v: xnp.tanh(v @ v) + v, x)
+
+    compiled = xt.jit(iterate).lower(np.eye(16, dtype=np.float32)).compile()
+    timeline = build_data(compiled.executable, graphs=False, profile_runs=2).profile["timeline"]
+    kind = {i: k for i, k in enumerate(timeline["kinds"])}
+    loops = [e for e in timeline["events"] if kind[e[4]] == "while"]
+    inner = [e for e in timeline["events"] if e[5] == 1]
+    assert len(loops) == 2 and inner
+    for e in inner:
+        (loop,) = [w for w in loops if w[1] == e[1]]
+        assert loop[2] <= e[2] and e[2] + e[3] <= loop[2] + loop[3] + 0.02
 
 
 def test_profile_estimates_the_time_of_each_instruction_inside_a_fusion() -> None:

@@ -394,3 +394,84 @@ def test_the_memory_view_draws_buffers_by_address_and_size_with_axes(browser, pa
     texts = browser.execute_script("return [...document.querySelectorAll('#graph > svg > text')].map(t => t.textContent)")
     assert "0 B" in texts and "step" in texts and any(t.endswith("MiB") for t in texts)
     assert console_errors(browser) == []
+
+
+# The timeline's tick labels in µs, its tracks, and its labels' heights and contrast with their bars.
+TIMELINE = """
+const us = (t) => t.endsWith(' ms') ? parseFloat(t) * 1000 : parseFloat(t);
+const svg = document.querySelector('#graph .timeline svg');
+const lum = (css) => { const [r, g, b] = (css.match(/[\\d.]+/g) || [0, 0, 0]).slice(0, 3).map(v => { const c = Number(v) / 255;
+  return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4); }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+const texts = [...svg.querySelectorAll('text')].filter(t => t.getBoundingClientRect().width > 0);
+return {
+  ticks: [...svg.querySelectorAll('g.axis text')].map(t => us(t.textContent)),
+  tracks: [...svg.querySelectorAll('text.track')].map(t => t.textContent),
+  smallest: Math.min(...texts.map(t => t.getBoundingClientRect().height)),
+  low: texts.map(t => { const bar = t.parentNode.querySelector('rect');
+    return [t.textContent, ratio(getComputedStyle(t).fill, bar && t.parentNode.tagName === 'g' && t.parentNode.classList.length ? getComputedStyle(bar).fill : 'rgb(255, 255, 255)')]; })
+    .filter(([, r]) => r < 4.5),
+  runs: [...svg.querySelectorAll('g.run text')].map(t => t.textContent),
+  which: document.querySelector('#graph .timeline-tools .which').textContent,
+};
+"""
+
+
+@pytest.mark.slow
+def test_the_timeline_zooms_and_pans_along_time_over_every_run_with_nested_tracks_and_pool_lanes(browser, pages):  # type: ignore[no-untyped-def]
+    """The profile's timeline: a time axis; runs, thunks, host work and one lane per pool thread
+    as tracks (a loop's kernels a track below its loop); the wheel zooms around the pointer, a drag
+    pans, the buttons step through the runs or show them all; a bar selects its instruction; every
+    label at least 11 px and 4.5:1."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    def state() -> dict:
+        return browser.execute_script(TIMELINE)
+
+    browser.get(pages["gpt"][0].as_uri())
+    browser.find_element(By.TAG_NAME, "body").send_keys("p")
+    first = state()
+    assert first["tracks"][:3] == ["runs", "thunks", "host"] and "pool lane 1" in first["tracks"], first["tracks"]
+    assert first["which"] == "run 2 of 2", "the last run first"
+    ticks = first["ticks"]
+    assert len(ticks) >= 4 and all(b > a for a, b in zip(ticks, ticks[1:], strict=False))
+    assert max(ticks[k + 1] - ticks[k] for k in range(len(ticks) - 1)) < 1.01 * min(ticks[k + 1] - ticks[k] for k in range(len(ticks) - 1))
+    assert first["smallest"] >= 11 and first["low"] == [], first["low"][:5]
+
+    plot = browser.find_element(By.CSS_SELECTOR, "#graph .timeline-plot")
+    browser.execute_script("const r = arguments[0].getBoundingClientRect(); arguments[0].dispatchEvent(new WheelEvent('wheel', "
+                           "{deltaY: -600, clientX: r.left + r.width * 0.6, clientY: r.top + 50, bubbles: true, cancelable: true}))", plot)
+    browser.execute_script("return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    zoomed = state()
+    step = lambda t: t[1] - t[0]  # noqa: E731
+    assert step(zoomed["ticks"]) < step(ticks) / 2, "the wheel zooms in along time"
+    assert zoomed["tracks"] == first["tracks"] and zoomed["smallest"] >= 11 and zoomed["low"] == []
+    ActionChains(browser).move_to_element(plot).click_and_hold().move_by_offset(200, 0).release().perform()
+    browser.execute_script("return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    panned = state()
+    assert panned["ticks"][0] < zoomed["ticks"][0], "dragging right shows earlier times"
+
+    browser.find_element(By.CSS_SELECTOR, "#graph .timeline-tools button[data-act=all]").click()
+    browser.execute_script("return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    every = state()
+    assert every["runs"] == ["run 1", "run 2"] and every["which"] == "runs 1\u20132 of 2"
+    browser.find_element(By.CSS_SELECTOR, "#graph .timeline-tools button[data-act=prev]").click()
+    browser.execute_script("return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    assert state()["which"] == "run 1 of 2"
+
+    # A bar is its instruction: clicked, the panel shows it and the bar is outlined.
+    bar = browser.execute_script("return [...document.querySelectorAll('#graph .timeline g.thunk')]"
+                                 ".sort((a, b) => b.getBBox().width - a.getBBox().width)[0]")
+    name = bar.get_attribute("data-name")
+    browser.execute_script(CLICK, bar.find_element(By.TAG_NAME, "rect"))
+    assert browser.find_element(By.CSS_SELECTOR, "#details h2").text.split()[0] == name
+    assert browser.execute_script("return [...document.querySelectorAll('#graph .timeline g.thunk.selected')].every(g => g.dataset.name === arguments[0])"
+                                  " && document.querySelectorAll('#graph .timeline g.thunk.selected').length > 0", name)
+    browser.save_screenshot(str(pages["gpt"][0].with_name("timeline.png")))
+
+    # The LSTM's loop: its kernels on the track under the loops' thunks, inside their loop's bar.
+    browser.get(pages["rnn"][0].as_uri())
+    browser.find_element(By.TAG_NAME, "body").send_keys("p")
+    assert "in loops" in state()["tracks"]
+    assert console_errors(browser) == []

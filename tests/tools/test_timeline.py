@@ -1,9 +1,12 @@
-"""timeline: valid Chrome trace-event JSON, one event per thunk per run, nested loop bodies, eager
-(op-by-op) traces side by side, and a summary consistent with the events."""
+"""timeline: valid Chrome trace-event JSON, one event per thunk per run, nested loop bodies, the
+parts of a kernel split over the thread pool on lanes, eager (op-by-op) traces side by side, and a
+summary consistent with the events."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 
 import numpy as np
 import pytest
@@ -74,7 +77,7 @@ ENTRY %main (x: f32[8]) -> f32[8] {
 
 
 def _complete_events(trace, pid=None):
-    return [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] != "run" and pid in (None, e["pid"])]
+    return [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] not in ("run", "part") and pid in (None, e["pid"])]
 
 
 def test_trace_is_valid_trace_event_json_with_one_event_per_thunk_per_run(tmp_path):
@@ -155,3 +158,47 @@ def test_record_protocol_and_no_overwrite(tmp_path):
     with pytest.raises(FileExistsError):
         timeline.write_chrome_trace(target)
     assert target.read_text() == "keep"
+
+
+BIG_ADD = """
+HloModule big_add
+
+ENTRY %main (x: f32[512,1024], y: f32[512,1024]) -> f32[512,1024] {
+  %x = f32[512,1024]{1,0} parameter(0)
+  %y = f32[512,1024]{1,0} parameter(1)
+  %s = f32[512,1024]{1,0} add(%x, %y)
+  ROOT %e = f32[512,1024]{1,0} exponential(%s)
+}
+"""
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: no kernel is split")
+@pytest.mark.parametrize("python_pool", [False, True])
+def test_a_split_kernel_s_parts_lie_on_thread_lanes_inside_its_event(python_pool: bool) -> None:
+    """A kernel split over the thread pool reports each part: every part once per run, inside
+    the kernel's own event, on a lane per thread (the native pool's and the Python pool's alike);
+    the Chrome trace names the lanes and the result is unchanged."""
+    from unittest import mock
+
+    from xla_teach.runtime import thunks as runtime_thunks
+
+    module = parse_hlo(BIG_ADD)
+    executable = compile_on(module, "cpu")
+    split = [t for t in executable.entry.thunks if getattr(t, "partitions", 1) > 1]
+    assert split, "a 2 MiB elementwise kernel is split over the cores"
+    args = fake_arguments(module)
+    with mock.patch.object(runtime_thunks, "native_pool", return_value=None) if python_pool else contextlib.nullcontext():
+        timeline = trace_runs(executable, args, num_runs=2)
+        out = executable.execute(list(args))[0]
+    np.testing.assert_allclose(out, np.exp(args[0] + args[1]), rtol=4 * np.finfo(np.float32).eps)
+    for run in range(2):
+        for thunk in split:
+            (event,) = [e for e in timeline.thunk_events() if e.run == run and e.name == thunk.name]
+            parts = [q for q in timeline.parts if q.run == run and q.name == thunk.name]
+            assert sorted(q.part for q in parts) == list(range(min(thunk.partitions, thunk.outer_size)))
+            assert all(event.start <= q.start <= q.end <= event.end for q in parts)
+    assert set(timeline.lanes.values()) == set(range(len(timeline.lanes))) and len(timeline.lanes) >= 1
+    trace = timeline.to_chrome_trace()
+    lanes = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    assert {f"pool lane {k + 1}" for k in range(len(timeline.lanes))} <= lanes
+    assert sum(e.get("cat") == "part" for e in trace["traceEvents"]) == len(timeline.parts)

@@ -37,8 +37,9 @@ import os
 import platform
 import sys
 import threading
+from dataclasses import dataclass
 
-_CONTROL = {  # how to read and write the floating-point control register, per architecture
+_CONTROL = {  # per architecture: the floating-point control register, the futex and gettid syscalls
     "x86_64": ("""
 declare void @llvm.x86.sse.stmxcsr(ptr)
 declare void @llvm.x86.sse.ldmxcsr(ptr)
@@ -56,7 +57,7 @@ define internal void @write_control(i64 %value) {
   call void @llvm.x86.sse.ldmxcsr(ptr %slot)
   ret void
 }
-""", 202),
+""", 202, 186),
     "aarch64": ("""
 declare i64 @llvm.aarch64.get.fpcr()
 declare void @llvm.aarch64.set.fpcr(i64)
@@ -68,23 +69,38 @@ define internal void @write_control(i64 %value) {
   call void @llvm.aarch64.set.fpcr(i64 %value)
   ret void
 }
-""", 98),
+""", 98, 178),
 }
 
 SPIN = 1 << 14  # re-reads of a counter before sleeping in the kernel
 
 # The pool's one global: the fields' indices are named in the IR's comments.
 _POOL_IR = """
-%Pool = type { i32, i32, i32, i32, i64, ptr, ptr, i64, i64, i64 }
+%Pool = type { i32, i32, i32, i32, i64, ptr, ptr, i64, i64, i64, ptr }
 ; 0 generation   (futex word: the workers sleep on it)
 ; 1 pending      (futex word: parts not yet finished; the caller sleeps on it)
 ; 2 busy         (1 while a caller owns the pool)
 ; 3 (padding)
 ; 4 next         (generation << 32 | parts not yet claimed)
 ; 5 kernel  6 buffer table  7 outer loop size  8 parts  9 the caller's control register
+; 10 timings    (null, or i64[parts][3]: each part's thread id, start and end in nanoseconds)
 @pool = internal global %Pool zeroinitializer, align 64
 
 declare i64 @syscall(i64, ...)
+declare i32 @clock_gettime(i32, ptr)
+
+; CLOCK_MONOTONIC in nanoseconds: the clock Python's time.perf_counter reads on Linux.
+define internal i64 @now_ns() {
+  %ts = alloca { i64, i64 }
+  %r = call i32 @clock_gettime(i32 1, ptr %ts)
+  %sp = getelementptr { i64, i64 }, ptr %ts, i32 0, i32 0
+  %nsp = getelementptr { i64, i64 }, ptr %ts, i32 0, i32 1
+  %s = load i64, ptr %sp
+  %ns = load i64, ptr %nsp
+  %s9 = mul i64 %s, 1000000000
+  %t = add i64 %s9, %ns
+  ret i64 %t
+}
 
 define internal void @futex_wait(ptr %word, i32 %expected) {
   %e = zext i32 %expected to i64
@@ -106,6 +122,8 @@ entry:
   %args = load ptr, ptr getelementptr (%Pool, ptr @pool, i32 0, i32 6)
   %outer = load i64, ptr getelementptr (%Pool, ptr @pool, i32 0, i32 7)
   %parts = load i64, ptr getelementptr (%Pool, ptr @pool, i32 0, i32 8)
+  %times = load ptr, ptr getelementptr (%Pool, ptr @pool, i32 0, i32 10)
+  %timed = icmp ne ptr %times, null
   %g = zext i32 %gen to i64
   %tag = shl i64 %g, 32
   br label %claim
@@ -130,7 +148,24 @@ run:
   %k1 = add i64 %k, 1
   %e0 = mul i64 %outer, %k1
   %end = udiv i64 %e0, %parts
+  br i1 %timed, label %timed_run, label %plain_run
+plain_run:
   call void %fn(ptr %args, i64 %begin, i64 %end)
+  br label %finished
+timed_run:  ; the profiler asked for each part's thread and times (runtime/thunks.py)
+  %t0 = call i64 @now_ns()
+  call void %fn(ptr %args, i64 %begin, i64 %end)
+  %t1 = call i64 @now_ns()
+  %tid = call i64 (i64, ...) @syscall(i64 GETTID)
+  %row = mul i64 %k, 3
+  %tidp = getelementptr i64, ptr %times, i64 %row
+  store i64 %tid, ptr %tidp
+  %t0p = getelementptr i64, ptr %tidp, i64 1
+  store i64 %t0, ptr %t0p
+  %t1p = getelementptr i64, ptr %tidp, i64 2
+  store i64 %t1, ptr %t1p
+  br label %finished
+finished:
   %was = atomicrmw sub ptr %pendingp, i32 1 seq_cst
   %last = icmp eq i32 %was, 1
   br i1 %last, label %wake, label %claim
@@ -172,6 +207,14 @@ work:
 ; Run kernel `fn` over [0, outer) in `parts` parts on this thread and the workers.
 define void @xla_teach_parallel_for(ptr %fn, ptr %args, i64 %outer, i64 %parts) {
 entry:
+  call void @xla_teach_parallel_for_timed(ptr %fn, ptr %args, i64 %outer, i64 %parts, ptr null)
+  ret void
+}
+
+; The same, writing each part's thread id, start and end (ns) into `times` (i64[parts][3]) when
+; it is not null. A call that finds the pool busy runs the kernel whole and writes nothing.
+define void @xla_teach_parallel_for_timed(ptr %fn, ptr %args, i64 %outer, i64 %parts, ptr %times) {
+entry:
   %busyp = getelementptr %Pool, ptr @pool, i32 0, i32 2
   %pair = cmpxchg ptr %busyp, i32 0, i32 1 seq_cst seq_cst
   %owner = extractvalue { i32, i1 } %pair, 1
@@ -186,6 +229,7 @@ publish:
   store i64 %parts, ptr getelementptr (%Pool, ptr @pool, i32 0, i32 8)
   %control = call i64 @read_control()
   store i64 %control, ptr getelementptr (%Pool, ptr @pool, i32 0, i32 9)
+  store ptr %times, ptr getelementptr (%Pool, ptr @pool, i32 0, i32 10)
   %genp = getelementptr %Pool, ptr @pool, i32 0, i32 0
   %pendingp = getelementptr %Pool, ptr @pool, i32 0, i32 1
   %old = load atomic i32, ptr %genp seq_cst, align 4
@@ -219,19 +263,32 @@ release:
 """
 
 PARALLEL_FOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+PARALLEL_FOR_TIMED = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                                      ctypes.c_void_p)
+
+
+@dataclass(frozen=True)
+class PartTime:
+    """One part of a split kernel as it ran: the thread (its Linux thread id) and when."""
+
+    part: int
+    thread: int
+    start: float  # time.perf_counter() seconds
+    end: float
 _WORKER = ctypes.CFUNCTYPE(None)
 
 
 class NativePool:
     """The compiled pool and its worker threads (``os.cpu_count() - 1``: the caller is one more)."""
 
-    def __init__(self, control_ir: str, futex: int, workers: int) -> None:
+    def __init__(self, control_ir: str, futex: int, gettid: int, workers: int) -> None:
         import llvmlite.binding as llvm
 
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         machine = llvm.Target.from_default_triple().create_target_machine(jit=True, opt=2)
-        text = control_ir + _POOL_IR.replace("FUTEX", str(futex)).replace("SPIN", str(SPIN))
+        text = control_ir + _POOL_IR.replace("FUTEX", str(futex)).replace("GETTID", str(gettid))
+        text = text.replace("SPIN", str(SPIN))
         module = llvm.parse_assembly(text)
         module.triple = machine.triple
         module.verify()
@@ -239,6 +296,7 @@ class NativePool:
         self._engine = llvm.create_mcjit_compiler(module, machine)
         self._engine.finalize_object()
         self.parallel_for = PARALLEL_FOR(self._engine.get_function_address("xla_teach_parallel_for"))
+        self._timed = PARALLEL_FOR_TIMED(self._engine.get_function_address("xla_teach_parallel_for_timed"))
         worker = _WORKER(self._engine.get_function_address("xla_teach_pool_worker"))
         self.workers = workers
         self._threads = [threading.Thread(target=worker, name=f"xla_teach-worker-{i}", daemon=True)
@@ -247,7 +305,16 @@ class NativePool:
             t.start()  # each stays inside the native worker loop, without the interpreter lock
 
 
-def _host_support() -> tuple[str, int] | None:
+    def parallel_for_timed(self, fn: int, args: int | None, outer: int, parts: int) -> list[PartTime]:
+        """``parallel_for``, returning when and on which thread each part ran (for the profiler's
+        thread-pool lanes); empty when another caller held the pool and the kernel ran whole."""
+        table = (ctypes.c_int64 * (3 * parts))()
+        self._timed(fn, args, outer, parts, ctypes.cast(table, ctypes.c_void_p))
+        return [PartTime(k, table[3 * k], table[3 * k + 1] / 1e9, table[3 * k + 2] / 1e9)
+                for k in range(parts) if table[3 * k + 2]]
+
+
+def _host_support() -> tuple[str, int, int] | None:
     if not sys.platform.startswith("linux"):
         return None
     machine = platform.machine().lower()

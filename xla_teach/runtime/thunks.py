@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from xla_teach.hlo.shape import Shape
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, BufferSlice
 from xla_teach.runtime.buffers import RunBuffers
 from xla_teach.runtime.denormals import in_callers_mode
-from xla_teach.runtime.native_pool import native_pool
+from xla_teach.runtime.native_pool import PartTime, native_pool
 
 KERNEL_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _pool: ThreadPoolExecutor | None = None
@@ -55,6 +55,14 @@ def thread_pool() -> ThreadPoolExecutor:
 
 class Profiler(Protocol):
     def record(self, name: str, kind: str, start: float, end: float, nbytes: int) -> None: ...
+
+
+@runtime_checkable
+class PartProfiler(Profiler, Protocol):
+    """A profiler that also wants the parts of a split kernel: when and on which thread each ran
+    (the thread-pool lanes of a timeline)."""
+
+    def record_parts(self, name: str, parts: list[PartTime]) -> None: ...
 
 
 class RunValues(Protocol):
@@ -124,6 +132,37 @@ class KernelThunk(Thunk):
             self._call(self._args, buffers)
         finally:
             self._args_in_use.release()
+
+    def execute(self, buffers: Any, profiler: Profiler | None) -> None:
+        if profiler is None or self.partitions <= 1 or self.outer_size < 2 or not isinstance(profiler, PartProfiler):
+            super().execute(buffers, profiler)
+            return
+        args = (ctypes.c_void_p * max(len(self.slices), 1))()
+        for i, s in enumerate(self.slices):
+            args[i] = buffers.address(s)
+        start = time.perf_counter()
+        parts = self._split_timed(args)
+        profiler.record(self.name, self.kind, start, time.perf_counter(), self.nbytes)
+        profiler.record_parts(self.name, parts)
+
+    def _split_timed(self, args: ctypes.Array) -> list[PartTime]:
+        """``_split``, noting when and on which thread each part ran."""
+        parts = min(self.partitions, self.outer_size)
+        pool = native_pool()
+        pointer = ctypes.cast(args, ctypes.c_void_p)
+        if pool is not None:
+            return pool.parallel_for_timed(self.address, pointer, self.outer_size, parts)
+        bounds = [self.outer_size * k // parts for k in range(parts + 1)]
+        fn = in_callers_mode(self._fn)
+
+        def timed(k: int) -> PartTime:
+            begin = time.perf_counter()
+            fn(pointer, bounds[k], bounds[k + 1])
+            return PartTime(k, threading.get_native_id(), begin, time.perf_counter())
+
+        futures = [thread_pool().submit(timed, k) for k in range(1, parts)]
+        first = timed(0)
+        return [first, *(f.result() for f in futures)]
 
     def with_fixed_addresses(self, buffers: RunBuffers) -> Callable[[], None]:
         """The kernel as a call with its address table filled once (for a loop whose buffers

@@ -15,7 +15,9 @@ tags them with the run they belong to, and writes the *trace event format*::
 microseconds); ``args`` also name the HLO instruction the thunk runs (``hlo``), its ``op_name``
 and its Python ``source`` line. Each run also gets one span on its own row ("runs"), and each
 *track* -- e.g. a compiled run and an op-by-op (eager) run of the same program --
-becomes its own process row, so the two can be compared side by side.
+becomes its own process row, so the two can be compared side by side. A kernel split across
+the thread pool also reports its parts (:meth:`Timeline.record_parts`): each part is an event on
+the row of the thread that ran it ("pool lane 1", ...), under the kernel's own event.
 
 :meth:`Timeline.summary` is the text version: per thunk, how often it ran, total
 and mean time, share of the total, and bytes touched per second.
@@ -34,8 +36,10 @@ from typing import Any
 from xla_teach.backends.llvm.kernel_support import kernel_symbols
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
+from xla_teach.runtime.native_pool import PartTime
 
 RUN_ROW = 0  # tid of the per-run spans; thunks are on tid 1
+LANE_ROW = 100  # tid of the first thread-pool lane (the next lanes follow)
 
 
 @dataclass
@@ -53,6 +57,20 @@ class TimelineEvent:
         return self.end - self.start
 
 
+@dataclass
+class PartEvent:
+    """One part of a split kernel: which kernel, which thread ran it (``lane``: 0 for the first
+    thread seen, 1 for the next...) and when."""
+
+    name: str
+    part: int
+    lane: int
+    start: float
+    end: float
+    run: int
+    track: str
+
+
 class Timeline:
     """Collects thunk events; pass it as ``profiler=`` to ``execute``."""
 
@@ -62,6 +80,8 @@ class Timeline:
         self.current_run = -1
         self._runs = 0
         self.instructions: dict[str, dict[str, Any]] = {}  # thunk name -> what the trace says of it
+        self.parts: list[PartEvent] = []
+        self.lanes: dict[int, int] = {}  # Linux thread id -> lane
 
     def annotate(self, module: HloModule) -> None:
         """Name, in every event of a thunk, the HLO instruction it runs with its op_name and source
@@ -78,6 +98,12 @@ class Timeline:
     # ---- the profiler protocol -------------------------------------------------------------
     def record(self, name: str, kind: str, start: float, end: float, nbytes: int) -> None:
         self.events.append(TimelineEvent(name, kind, start, end, int(nbytes), self.current_run, self.track))
+
+    def record_parts(self, name: str, parts: list[PartTime]) -> None:
+        """The parts of a split kernel (``runtime/thunks.py`` calls this after ``record``)."""
+        for p in parts:
+            lane = self.lanes.setdefault(p.thread, len(self.lanes))
+            self.parts.append(PartEvent(name, p.part, lane, p.start, p.end, self.current_run, self.track))
 
     # ---- grouping -------------------------------------------------------------------------
     @contextmanager
@@ -117,6 +143,9 @@ class Timeline:
             trace.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": track}})
             trace.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": RUN_ROW, "args": {"name": "runs"}})
             trace.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": 1, "args": {"name": "thunks"}})
+            for lane in sorted({q.lane for q in self.parts if q.track == track}):
+                trace.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": LANE_ROW + lane,
+                              "args": {"name": f"pool lane {lane + 1}"}})
         for e in sorted(self.events, key=lambda e: (e.start, -e.end)):
             trace.append({
                 "name": e.name, "cat": e.kind, "ph": "X",
@@ -124,6 +153,11 @@ class Timeline:
                 "pid": pids[e.track], "tid": RUN_ROW if e.kind == "run" else 1,
                 "args": {"bytes": e.nbytes, "run": e.run, **self.instructions.get(e.name, {})},
             })
+        for q in self.parts:
+            trace.append({"name": f"{q.name} part {q.part}", "cat": "part", "ph": "X",
+                          "ts": round((q.start - origin) * 1e6, 3), "dur": round((q.end - q.start) * 1e6, 3),
+                          "pid": pids[q.track], "tid": LANE_ROW + q.lane,
+                          "args": {"run": q.run, "kernel": q.name, **self.instructions.get(q.name, {})}})
         return {"traceEvents": trace, "displayTimeUnit": "ms"}
 
     def write_chrome_trace(self, path: str | Path, overwrite: bool = False) -> Path:

@@ -274,13 +274,42 @@ def _profile(executable: Any, runs: int) -> dict[str, Any]:
         if trips and getattr(thunk, "name", None) in thunks:
             thunks[thunk.name]["iterations"] = trips
             thunks[thunk.name]["per_iteration_us"] = thunks[thunk.name]["us"] / trips
-    last = run_spans[-1] if run_spans else None
-    events = [] if last is None else [
-        {"name": measured.names.get(e.name, e.name), "start": (e.start - last.start) * 1e6, "us": e.seconds * 1e6,
-         "kind": e.kind} for e in measured.timeline.thunk_events() if e.run == last.run]
     inside = _inside_fusions(executable, args, runs, thunks)
-    return {"runs": runs, "run_us": run_us, "thunks": thunks, "events": events, "inside": inside,
-            "scopes": _scope_times(executable.module, thunks, inside)}
+    return {"runs": runs, "run_us": run_us, "thunks": thunks, "timeline": _timeline_tracks(measured),
+            "inside": inside, "scopes": _scope_times(executable.module, thunks, inside)}
+
+
+def _timeline_tracks(measured: _ThunkTimes) -> dict[str, Any]:
+    """Every timed run's events for the page's timeline, compactly: times in µs from the first
+    run's start; each thunk event ``[name, run, start, us, kind, depth]`` (``depth`` 1 for a
+    kernel inside a loop's thunk, 2 inside a loop inside a loop...); each part of a kernel split
+    over the thread pool ``[name, run, lane, start, us, part]``."""
+    timeline = measured.timeline
+    spans = sorted((e for e in timeline.events if e.kind == "run"), key=lambda e: e.start)
+    origin = spans[0].start if spans else 0.0
+    names: dict[str, int] = {}
+    kinds: dict[str, int] = {}
+
+    def us(t: float) -> float:
+        return round(t * 1e6, 2)
+
+    def index(table: dict[str, int], key: str) -> int:
+        return table.setdefault(key, len(table))
+
+    events: list[list[Any]] = []
+    thunk_events = sorted(timeline.thunk_events(), key=lambda e: (e.start, -e.end))
+    open_ends: list[float] = []  # the ends of the events that enclose the next one
+    for e in thunk_events:
+        while open_ends and open_ends[-1] <= e.start:
+            open_ends.pop()
+        name = measured.names.get(e.name, e.name)
+        events.append([index(names, name), e.run, us(e.start - origin), us(e.seconds), index(kinds, e.kind),
+                       len(open_ends)])
+        open_ends.append(e.end)
+    parts = [[index(names, measured.names.get(q.name, q.name)), q.run, q.lane, us(q.start - origin),
+              us(q.end - q.start), q.part] for q in timeline.parts]
+    return {"names": list(names), "kinds": list(kinds), "runs": [[us(e.start - origin), us(e.seconds)] for e in spans],
+            "events": events, "parts": parts, "lanes": len(timeline.lanes)}
 
 
 def _inside_fusions(executable: Any, args: list[Any], runs: int, thunks: dict[str, dict[str, Any]]) -> dict[str, Any]:

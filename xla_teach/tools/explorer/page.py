@@ -3,7 +3,8 @@
 The page makes no network request of any kind, so it opens offline, from a dump folder, an
 e-mail attachment or a bug report. Its parts: ``static/explorer.css``; the scripts
 ``static/vendor/dagre.min.js`` (graph layout, MIT), ``static/module_graph.js`` (the optimized
-module grouped by op_name scope) and ``static/explorer.js`` (everything else); and the JSON of
+module grouped by op_name scope), ``static/timeline_chart.js`` (the profile's zoomable timeline)
+and ``static/explorer.js`` (everything else); and the JSON of
 :class:`~xla_teach.tools.explorer.model.ExplorerData` in a ``<script type="application/json">``
 element (``</`` escaped so that no string ends it).
 """
@@ -33,7 +34,7 @@ _TEMPLATE = """<!DOCTYPE html>
   <input id="search" type="search" placeholder="Search name, opcode or op_name  ( / )" autocomplete="off">
   <button id="whole" title="the optimized module (0)">Optimized module</button>
   <button id="memory" title="buffers over the schedule, the peak (m)">Memory</button>
-  <button id="profile" title="measured time per thunk, the last run's timeline (p)">Profile</button>
+  <button id="profile" title="measured time per thunk, the timed runs on a timeline (p)">Profile</button>
   <button id="fit" title="fit the graph to the window (f)">Fit</button>
 </header>
 <div id="results" class="hidden"></div>
@@ -54,6 +55,9 @@ _TEMPLATE = """<!DOCTYPE html>
 {graph_js}
 </script>
 <script>
+{timeline_js}
+</script>
+<script>
 {js}
 </script>
 </body>
@@ -69,4 +73,5 @@ def explorer_page(data: ExplorerData) -> str:
     payload = json.dumps(data.as_json(), separators=(",", ":")).replace("</", "<\\/")
     return _TEMPLATE.format(title=html.escape(data.title), backend=html.escape(data.backend or "?"),
                             css=_static("explorer.css"), dagre=_static("vendor/dagre.min.js"),
-                            graph_js=_static("module_graph.js"), js=_static("explorer.js"), data=payload)
+                            graph_js=_static("module_graph.js"),
+                            timeline_js=_static("timeline_chart.js"), js=_static("explorer.js"), data=payload)

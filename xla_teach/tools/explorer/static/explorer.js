@@ -231,7 +231,7 @@
 
   function updateMinimap() {
     const map = view.querySelector(".minimap");
-    const svg = view.querySelector("svg:not(.overview)");
+    const svg = view.querySelector("svg:not(.overview):not(.timeline-chart)");
     if (!map || !svg) return;
     const box = svg.viewBox.baseVal, k = Number(map.dataset.scale);
     const whole = box.width * state.scale <= view.clientWidth && box.height * state.scale <= view.clientHeight;
@@ -426,7 +426,7 @@
   }
 
   function apply() {
-    const svg = view.querySelector("svg:not(.overview)");
+    const svg = view.querySelector("svg:not(.overview):not(.timeline-chart)");
     if (svg) svg.style.transform = "translate(" + state.x + "px," + state.y + "px) scale(" + state.scale + ")";
     updateMinimap();
   }
@@ -434,7 +434,7 @@
   // As large as fits, but never below MIN_SCALE: a picture larger than the pane shows its top
   // (where the program starts), and the minimap shows the rest.
   function fit() {
-    const svg = view.querySelector("svg:not(.overview)");
+    const svg = view.querySelector("svg:not(.overview):not(.timeline-chart)");
     if (!svg) return;
     const box = svg.viewBox.baseVal;
     const w = view.clientWidth, h = view.clientHeight;
@@ -795,7 +795,8 @@
     if (bar) selectInstruction(bar.dataset.name, true);
   });
 
-  // ---- profile: measured time per thunk, heat colours, the last run's timeline ----------------
+  // ---- profile: measured time per thunk, heat colours, the runs' timeline ----------------------
+  let timeline = null;  // the profile's timeline while it is shown
   function heat(share) {  // 0 -> pale yellow, 1 -> red
     return "hsl(" + Math.round(55 - 55 * share) + ", 95%, " + Math.round(88 - 38 * share) + "%)";
   }
@@ -863,23 +864,12 @@
       view.innerHTML = '<div class="empty">No profile in this page: write it with <code>xla-teach explore --profile N</code> or <code>compiled.explore(profile_runs=N)</code>.</div>';
       return;
     }
-    const events = p.events.slice().sort((a, b) => a.start - b.start);
-    const span = Math.max(1e-9, ...events.map((e) => e.start + e.us), p.run_us);
-    const left = 230, scale = 900 / span, H = 16, top = 40;
-    const width = left + 920, height = top + events.length * H + 30;
-    const most = Math.max(1e-9, ...Object.values(p.thunks).map((t) => t.us));
-    let svg = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ' + width + " " + height + '" width="' + width + '" height="' + height + '">';
-    svg += '<text x="8" y="18" font-size="13" font-weight="600">The last of ' + p.runs + " timed runs: " + p.run_us.toFixed(1) + " \u00b5s (mean), one row per thunk</text>";
-    events.forEach((e, r) => {
-      const y = top + r * H, t = p.thunks[e.name] || {us: e.us};
-      svg += '<text x="' + (left - 6) + '" y="' + (y + 11) + '" font-size="11" text-anchor="end">' + esc(displayName(e.name)) + "</text>";
-      svg += '<g class="thunk" data-name="' + esc(e.name) + '"><rect x="' + (left + e.start * scale) + '" y="' + y + '" width="' + Math.max(1.5, e.us * scale) +
-        '" height="' + (H - 3) + '" fill="' + heat(t.us / most) + '" stroke="#8d6e63" stroke-width="0.5"><title>' + esc(e.name) + " (" + e.kind + "): " +
-        e.us.toFixed(2) + " \u00b5s</title></rect></g>";
-    });
-    svg += "</svg>";
-    place("profile: the last run's thunks over time", svg);
-    markBars();
+    // The timeline draws itself (timeline_chart.js) and zooms along time only, so the pane's own
+    // pan and zoom leave it alone.
+    view.innerHTML = '<div class="caption">profile: ' + p.runs + " timed runs, " + p.run_us.toFixed(1) +
+      ' \u00b5s each (mean); the last run shown</div><div class="timeline"></div>';
+    timeline = drawTimeline(view.querySelector(".timeline"), p.timeline, {
+      label: displayName, select: (name) => selectInstruction(name, true), drawn: markBars, mean: (name) => (p.thunks[name] || {}).us});
     // A loop's thunk includes its body's kernels: those are listed under it and counted once.
     const ranked = Object.entries(p.thunks).filter(([, t]) => !t.nested).sort((a, b) => b[1].us - a[1].us);
     const total = ranked.reduce((sum, [, t]) => sum + t.us, 0) || 1;
@@ -977,6 +967,12 @@
     if (e.target === search || e.ctrlKey || e.metaKey || e.altKey) return;
     if (e.key === "j" || e.key === "ArrowDown") { e.preventDefault(); step(1); }
     else if (e.key === "k" || e.key === "ArrowUp") { e.preventDefault(); step(-1); }
+    else if (state.view === "profile" && timeline && "+=-,.f".includes(e.key)) {  // the timeline zooms along time
+      if (e.key === "+" || e.key === "=") timeline.zoom(2);
+      else if (e.key === "-") timeline.zoom(0.5);
+      else if (e.key === "f") timeline.run(timeline.current());
+      else timeline.run(timeline.current() + (e.key === "," ? -1 : 1));
+    }
     else if (e.key === "f") fit();
     else if (e.key === "+" || e.key === "=") zoomAt(1.25, view.clientWidth / 2, view.clientHeight / 2);
     else if (e.key === "-") zoomAt(0.8, view.clientWidth / 2, view.clientHeight / 2);
@@ -988,7 +984,7 @@
     else if (e.key === "]" && state.pass >= 0) showStep(state.step + 1);
     else if (e.key === "[" && state.pass >= 0) showStep(state.step - 1);
   });
-  window.addEventListener("resize", fit);
+  window.addEventListener("resize", () => { if (state.view === "profile" && timeline) timeline.redraw(); else fit(); });
 
   // ---- start: the optimized module, or what the address asks for -----------------------------
   document.body.classList.add("js");
