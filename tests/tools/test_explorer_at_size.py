@@ -475,3 +475,58 @@ def test_the_timeline_zooms_and_pans_along_time_over_every_run_with_nested_track
     browser.find_element(By.TAG_NAME, "body").send_keys("p")
     assert "in loops" in state()["tracks"]
     assert console_errors(browser) == []
+
+
+@pytest.mark.slow
+def test_two_compiles_side_by_side_with_instructions_mapped(browser, tmp_path):  # type: ignore[no-untyped-def]
+    """compiled.explore(compare=other): the CNN step with and without fusion, each module in its own
+    pane (labels 11 px, 4.5:1), the passes that changed one side only, and a search or click on one
+    side outlining the counterparts on the other."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    from xla_teach import flags
+
+    step, args = MODELS["cnn"]()
+    fused = xt.jit(step).lower(*args).compile()
+    with flags.override(xla_disable_hlo_passes="fusion,multi_output_fusion,row-fusion"):
+        unfused = xt.jit(step).lower(*args).compile()
+    page = fused.explore(str(tmp_path / "compare.html"), compare=unfused, profile_runs=1)
+    browser.get(page.path.as_uri())
+    pane_labels = """
+      return [...document.querySelectorAll('#sides .side')].map(pane => { const box = pane.getBoundingClientRect();
+        return [...pane.querySelectorAll('svg text')].map(t => t.getBoundingClientRect())
+          .filter(r => r.width > 0 && r.bottom > box.top && r.top < box.bottom && r.right > box.left && r.left < box.right)
+          .map(r => r.height); });"""
+    for heights in browser.execute_script(pane_labels):
+        assert heights and min(heights) >= 11, heights[:5]
+    captions = [c.text for c in browser.find_elements(By.CSS_SELECTOR, "#sides .caption")]
+    assert captions[0].startswith("A: ") and captions[1].startswith("B: ") and "kernels" in captions[1]
+    panel = browser.find_element(By.ID, "details").text
+    assert "fusion/fusion: A changed the module, B did not run" in panel
+    assert "FUSIONS THAT DIFFER" in panel.upper() and "TIME BY OP_NAME SCOPE" in panel.upper()
+
+    # Search a fusion of A: it is selected there, its unfused instructions outlined on B.
+    fusion = browser.execute_script("const d = JSON.parse(document.getElementById('data').textContent);"
+                                    "return Object.keys(d.map.a).find(n => d.a.instructions[n].opcode === 'fusion' && d.map.a[n].length > 2)")
+    search = browser.find_element(By.ID, "search")
+    search.send_keys(fusion)
+    search.send_keys(Keys.ENTER)
+    assert browser.execute_script(f"return !!document.querySelector('#side-a g.node.selected[data-name=\"{fusion}\"]')")
+    outlined = browser.execute_script("return [...document.querySelectorAll('#side-b g.node.counterpart')].map(n => n.dataset.name)")
+    expected = browser.execute_script(f"return JSON.parse(document.getElementById('data').textContent).map.a['{fusion}']")
+    assert outlined and set(outlined) <= set(expected)
+    assert "counterpart(s)" in browser.find_element(By.ID, "details").text
+    # A click on B's side selects there and outlines the fusion on A.
+    node = browser.find_element(By.CSS_SELECTOR, f'#side-b g.node.counterpart[data-name="{outlined[0]}"]')
+    browser.execute_script(CLICK, node)
+    assert browser.execute_script(f"return !!document.querySelector('#side-a g.node.counterpart[data-name=\"{fusion}\"]')")
+    for heights in browser.execute_script(pane_labels):
+        assert min(heights) >= 11
+    browser.save_screenshot(str(tmp_path / "compare.png"))
+    browser.find_element(By.ID, "summary").click()
+    assert not browser.find_elements(By.CSS_SELECTOR, "#sides g.node.selected, #sides g.node.counterpart")
+    assert browser.execute_script(LOW_CONTRAST.replace("#graph > svg text", "#sides svg text")
+                                  .replace("#graph .caption, #graph .legend span, #graph .tools button",
+                                           "#sides .caption, #sides .tools button")) == []
+    assert console_errors(browser) == []

@@ -100,13 +100,18 @@ class Compiled:
                                       f"({_why_missing(name, self.backend)})")
         return str(text)
 
-    def explore(self, path: str | None = None, profile_runs: int = 0) -> Any:
+    def explore(self, path: str | None = None, profile_runs: int = 0, compare: Compiled | None = None) -> Any:
         """The compile explorer of this executable: every pass, the graph, source lines, kernels and
         buffers on one offline page, written to ``path`` (default: a new temporary file). In Jupyter
         the returned page shows inline; ``.path`` is the file to open in a browser.
-        ``profile_runs=N`` also times N runs on fake arguments (after warm-up) for its profile view."""
-        from xla_teach.tools.explorer import explore
+        ``profile_runs=N`` also times N runs on fake arguments (after warm-up) for its profile view.
+        ``compare=other`` writes instead the page of this compile (A) and ``other`` (B) side by side:
+        the two modules with their instructions mapped, the passes and fusions that differ, memory
+        and time (``profile_runs`` timed runs of each, 0: compile figures only)."""
+        from xla_teach.tools.explorer import compare_page, explore
 
+        if compare is not None:
+            return compare_page(self.executable, compare.executable, path, profile_runs)
         return explore(self.executable, path, profile_runs=profile_runs)
 
     def pass_records(self) -> list[Any]:

@@ -3,7 +3,7 @@
     xla-teach render module.txt -o module.svg [--optimized] [--collapse_fusions] [--max_nodes=N]
     xla-teach demo [--n N] [--dump_to DIR] [--skip_gpu]
     xla-teach explore PATH [-o FILE] [--platform cpu]
-    xla-teach diff A [B] [--a_flags=...] [--b_flags=...] [--platform cpu] [--runs N]
+    xla-teach diff A [B] [--a_flags=...] [--b_flags=...] [--platform cpu] [--runs N] [-o PAGE] [--text]
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from xla_teach.hlo.ir import HloModule
 from xla_teach.tools.cli_registry import add_bool, register
 
 
@@ -69,7 +70,7 @@ def _configure_explore(p: argparse.ArgumentParser) -> None:
 def _run_explore(a: argparse.Namespace) -> int:
     from xla_teach.tools.explorer import write_explorer
     from xla_teach.tools.explorer.dump_index import write_dump_index
-    from xla_teach.tools.tool_support import ToolError, compile_on, load_hlo_input
+    from xla_teach.tools.tool_support import ToolError, compile_on
 
     path = Path(a.path)
     if path.is_dir():
@@ -81,7 +82,7 @@ def _run_explore(a: argparse.Namespace) -> int:
             if target.exists():
                 print(f"kept {target} (exists)")
                 continue
-            write_explorer(compile_on(load_hlo_input(str(source)).module, a.platform), target,
+            write_explorer(compile_on(_compilable(source), a.platform), target,
                            profile_runs=a.profile)
             print(f"wrote {target}")
         print(f"open {write_dump_index(path)}")
@@ -89,8 +90,7 @@ def _run_explore(a: argparse.Namespace) -> int:
     output = Path(a.output) if a.output else path.with_name(path.stem + ".explorer.html")
     if output.exists():
         raise ToolError(f"{output} exists; not overwriting it (choose another -o)")
-    module = load_hlo_input(a.path).module
-    written = write_explorer(compile_on(module, a.platform), output, profile_runs=a.profile)
+    written = write_explorer(compile_on(_compilable(a.path), a.platform), output, profile_runs=a.profile)
     print(f"open {written}")
     return 0
 
@@ -102,6 +102,9 @@ def _configure_diff(p: argparse.ArgumentParser) -> None:
     p.add_argument("--b_flags", default="", help="XLA_FLAGS-style flags for compiling side B")
     p.add_argument("--platform", default="cpu", help="backend to compile for (default cpu)")
     p.add_argument("--runs", type=int, default=5, help="timed runs of each side (0: do not run)")
+    p.add_argument("-o", "--output", default="", help="the compare page to write (default: <A>.diff.html beside A's "
+                   "module). Never overwritten.")
+    add_bool(p, "--text", False, "print the comparison as text only; write no page")
 
 
 def _diff_input(path: str) -> Path:
@@ -116,27 +119,58 @@ def _diff_input(path: str) -> Path:
     return source
 
 
+def _compilable(path: str | Path) -> HloModule:
+    """The module of ``path``; constants its text elided (``{...}``, as XLA's dumps print large
+    ones) are given made-up values, said on stderr: what the compiler does depends on their
+    shapes, not their values (unless it folds them), so the module can be compiled and looked at."""
+    import sys
+
+    from xla_teach.tools.fake_data import fill_elided_constants
+    from xla_teach.tools.tool_support import load_hlo_input
+
+    module = load_hlo_input(str(path)).module
+    filled = fill_elided_constants(module)
+    if filled:
+        print(f"note: {path}: {len(filled)} constant(s) printed as {{...}} ({', '.join(filled[:3])}"
+              f"{' ...' if len(filled) > 3 else ''}) were given made-up values to compile it; the passes, fusions "
+              "and buffers are the module's, the numbers a run gives are not", file=sys.stderr)
+    return module
+
+
 def _run_diff(a: argparse.Namespace) -> int:
     from xla_teach import flags
     from xla_teach.flags import parse_flag_string
     from xla_teach.tools.compile_diff import Side, compile_diff
-    from xla_teach.tools.tool_support import ToolError, compile_on, load_hlo_input
+    from xla_teach.tools.explorer.compare import compare_html
+    from xla_teach.tools.tool_support import ToolError, compile_on, fresh_path
 
     if not a.b and a.a_flags == a.b_flags:
         raise ToolError("diff needs two modules, or one module and --a_flags/--b_flags that differ")
+    overrides = [parse_flag_string(text, where="in --a_flags/--b_flags") for text in (a.a_flags, a.b_flags)]
+    first = _diff_input(a.a)
+    output = None
+    if not a.text:
+        stem = first.name.removesuffix(".txt").removesuffix(".hlo")
+        output = fresh_path(a.output or first.with_name(stem + ".diff.html"))
     sides = []
-    for path, flag_text in ((a.a, a.a_flags), (a.b or a.a, a.b_flags)):
+    for path, flag_text, override in ((a.a, a.a_flags, overrides[0]), (a.b or a.a, a.b_flags, overrides[1])):
         source = _diff_input(path)
-        overrides = parse_flag_string(flag_text, where="in --a_flags/--b_flags")
-        with flags.override(**overrides):
-            executable = compile_on(load_hlo_input(str(source)).module, a.platform)
+        with flags.override(**override):
+            executable = compile_on(_compilable(source), a.platform)
         sides.append(Side(f"{source} ({a.platform}{', ' + flag_text if flag_text else ''})", executable))
-    print(compile_diff(*sides, runs=a.runs).to_text())
+    if output is None:
+        print(compile_diff(*sides, runs=a.runs).to_text())
+        return 0
+    diff = compile_diff(*sides, runs=0)
+    page = compare_html(diff, runs=a.runs)  # times both sides (profile), then fills the text's run times
+    print(diff.to_text())
+    output.write_text(page, encoding="utf-8")
+    print(f"open {output}")
     return 0
 
 
 register("render", "draw an HLO module as dot / svg / png / html", _configure_render, _run_render)
-register("diff", "compare two compilations: passes, fusions, kernels, peak memory, run time",
+register("diff", "compare two compilations in a page: the modules side by side, passes, fusions, memory, time",
          _configure_diff, _run_diff)
 register("explore", "write the compile explorer of a module or a dump folder (one offline HTML page)",
          _configure_explore, _run_explore)

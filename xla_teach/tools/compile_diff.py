@@ -28,14 +28,19 @@ class Side:
     executable: Any
     milliseconds: float | None = None
 
+    @staticmethod
+    def fusion_signature(instr: Any) -> str:
+        """What a fusion computes, whatever its name: ``kLoop(add exponential multiply)``."""
+        inside = sorted(i.opcode for i in instr.fused_computation.instructions if i.opcode != "parameter")
+        return f"{instr.fusion_kind}({' '.join(inside)})"
+
     @property
     def fusions(self) -> Counter[str]:
         found: Counter[str] = Counter()
         for comp in self.executable.module.computations:
             for instr in comp.instructions:
                 if instr.opcode == "fusion":
-                    inside = sorted(i.opcode for i in instr.fused_computation.instructions if i.opcode != "parameter")
-                    found[f"{instr.fusion_kind}({' '.join(inside)})"] += 1
+                    found[self.fusion_signature(instr)] += 1
         return found
 
     @property
@@ -86,7 +91,7 @@ def _marks(executable: Any) -> list[tuple[str, str]]:
         name = f"{record.pipeline}/{record.pass_name}"
         seen[name] += 1
         key = name if seen[name] == 1 else f"{name} #{seen[name]}"
-        marks.append((key, "skipped" if record.skipped else ("*" if record.changed else ".")))
+        marks.append((key, "-" if record.skipped else ("*" if record.changed else ".")))
     return marks
 
 

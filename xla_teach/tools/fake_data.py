@@ -32,3 +32,20 @@ def fake_arguments(module: HloModule, seed: int = 0) -> list[np.ndarray]:
     """One fake array per ENTRY parameter, in parameter-number order."""
     rng = np.random.default_rng(seed)
     return [fake_array(p.shape, rng) for p in module.entry.parameter_instructions]  # type: ignore[misc]
+
+
+def fill_elided_constants(module: HloModule, seed: int = 0) -> list[str]:
+    """Give every constant that the text printed as ``{...}`` a made-up value of its shape, in
+    place; returns their names. XLA's dumps elide constants of more than ten elements, so such a
+    module cannot *run* -- but it can still be *compiled*, to look at what the compiler does with
+    it (the explorer, ``xla-teach diff``). The values are fake: constant folding folds them, so
+    the numbers a run gives mean nothing, while the passes, fusions and buffers are the module's."""
+    rng = np.random.default_rng(seed)
+    filled = []
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if instr.opcode == "constant" and instr.attrs.get("literal_elided"):
+                instr.attrs["literal"] = fake_array(instr.shape, rng)
+                del instr.attrs["literal_elided"]
+                filled.append(instr.name)
+    return filled

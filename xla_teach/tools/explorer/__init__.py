@@ -13,6 +13,7 @@ fusion, kernel (LLVM IR, PTX) and buffer. See :mod:`.model` for what the page co
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -78,5 +79,25 @@ def explore(executable: Any, path: str | Path | None = None, title: str | None =
     return ExplorerPage(target, page)
 
 
-__all__ = ["ExplorerData", "ExplorerPage", "StructuralDiff", "build_data", "explore", "explorer_html", "explorer_page",
-           "structural_diff", "write_explorer"]
+def compare_page(a: Any, b: Any, path: str | Path | None = None, runs: int = 0,
+                 labels: tuple[str, str] | None = None) -> ExplorerPage:
+    """Write the page comparing executables ``a`` and ``b`` (:mod:`.compare`) to ``path`` (or a new
+    temporary file) and return it; ``runs`` timed runs of each side."""
+    import tempfile
+
+    from xla_teach.tools.explorer.compare import write_compare
+
+    names = labels or (a.module.name, b.module.name)
+    if path is None:
+        handle, name = tempfile.mkstemp(prefix=f"{a.module.name}.", suffix=".diff.html")
+        os.close(handle)
+        target = Path(name)
+        target.unlink()
+    else:
+        target = Path(path)
+    written = write_compare(a, b, target, names, runs)
+    return ExplorerPage(written, written.read_text(encoding="utf-8"))
+
+
+__all__ = ["ExplorerData", "ExplorerPage", "StructuralDiff", "build_data", "compare_page", "explore", "explorer_html",
+           "explorer_page", "structural_diff", "write_explorer"]

@@ -252,16 +252,18 @@ def _thunk_times(executable: Any, args: list[Any], runs: int) -> _ThunkTimes:
     return result
 
 
-def _profile(executable: Any, runs: int) -> dict[str, Any]:
+def _profile(executable: Any, runs: int, inside_fusions: bool = True) -> dict[str, Any]:
     """Mean time of each thunk over ``runs`` runs (after two warm-up runs) on fake arguments, the
-    last run's events, the estimated time of each instruction inside a fusion, and the time of
-    each op_name scope."""
+    runs' events, the estimated time of each instruction inside a fusion (unless not asked for:
+    then a fusion counts whole in its own scope), and the time of each op_name scope."""
     from xla_teach.tools.fake_data import fake_arguments
 
     args = fake_arguments(executable.module)
     measured = _thunk_times(executable, args, runs)
     run_spans = [e for e in measured.timeline.events if e.kind == "run"]
     run_us = sum(e.seconds for e in run_spans) / max(len(run_spans), 1) * 1e6
+    spans = sorted(e.seconds for e in run_spans) or [0.0]
+    median_us = (spans[(len(spans) - 1) // 2] + spans[len(spans) // 2]) / 2 * 1e6
     thunks = {n: {"us": sum(t) / runs, "calls": len(t) / runs, "kind": measured.kinds[n]}
               for n, t in measured.times.items()}
     # A kernel of a loop body or branch runs inside its loop's thunk, whose time includes it:
@@ -274,9 +276,10 @@ def _profile(executable: Any, runs: int) -> dict[str, Any]:
         if trips and getattr(thunk, "name", None) in thunks:
             thunks[thunk.name]["iterations"] = trips
             thunks[thunk.name]["per_iteration_us"] = thunks[thunk.name]["us"] / trips
-    inside = _inside_fusions(executable, args, runs, thunks)
-    return {"runs": runs, "run_us": run_us, "thunks": thunks, "timeline": _timeline_tracks(measured),
-            "inside": inside, "scopes": _scope_times(executable.module, thunks, inside)}
+    inside = _inside_fusions(executable, args, runs, thunks) if inside_fusions else {}
+    return {"runs": runs, "run_us": run_us, "median_us": median_us, "thunks": thunks,
+            "timeline": _timeline_tracks(measured), "inside": inside,
+            "scopes": _scope_times(executable.module, thunks, inside)}
 
 
 def _timeline_tracks(measured: _ThunkTimes) -> dict[str, Any]:
@@ -386,20 +389,22 @@ def _scope_times(module: HloModule, thunks: dict[str, dict[str, Any]], inside: d
 
 
 def build_data(executable: Any, title: str | None = None, graphs: bool = True,
-               profile_runs: int = 0) -> ExplorerData:
+               profile_runs: int = 0, light: bool = False) -> ExplorerData:
     """Everything about one compiled executable (an ``Executable`` from ``compile_module``);
-    ``profile_runs > 0`` also runs it that many times on fake arguments to time its thunks."""
+    ``profile_runs > 0`` also runs it that many times on fake arguments to time its thunks.
+    ``light`` (one side of a compare page) leaves out what costs seconds at a model's size: the
+    kernels' code, every pass's structural diff and pictures, and the time inside fusions."""
     module: HloModule = executable.module
     data = ExplorerData(title or module.name, backend=str(getattr(executable, "backend", "")))
-    data.module_text = module.to_text()
+    data.module_text = "" if light else module.to_text()
     symbols = [s for comp in module.computations for i in comp.instructions for s in kernel_symbols(i.name)]
-    code = kernel_code(getattr(executable, "artifacts", None), symbols)
+    code = {} if light else kernel_code(getattr(executable, "artifacts", None), symbols)
     data.instructions = _instruction_table(module, executable, code)
     data.code = pack(code)
     data.sources = _sources(data.instructions)
     data.memory = _memory(executable)
     if profile_runs > 0:
-        data.profile = _profile(executable, profile_runs)
+        data.profile = _profile(executable, profile_runs, inside_fusions=not light)
     data.entry = module.entry.name
     data.palette = {c: [style.COLORS[n].fill, style.COLORS[n].stroke, style.COLORS[n].font]
                     for c, n in style.CATEGORY_COLORS.items()}
@@ -418,7 +423,7 @@ def build_data(executable: Any, title: str | None = None, graphs: bool = True,
     diffs = []
     for record in (recorder.records if recorder is not None else []):
         entry = _pass_entry(record)
-        if record.changed and not record.skipped:
+        if record.changed and not record.skipped and not light:
             before, after = parse(record.before), parse(record.after)
             diff = structural_diff(before, after)
             diffs.append(diff)

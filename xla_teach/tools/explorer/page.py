@@ -44,7 +44,7 @@ _TEMPLATE = """<!DOCTYPE html>
       &middot; <kbd>j</kbd>/<kbd>k</kbd></div>
     <ol id="pass-list"></ol>
   </nav>
-  <main id="graph"></main>
+  <main id="graph" class="pane"></main>
   <aside id="details"></aside>
 </div>
 <script type="application/json" id="data">{data}</script>
@@ -65,13 +65,14 @@ _TEMPLATE = """<!DOCTYPE html>
 """
 
 
-def _static(name: str) -> str:
+def static_text(name: str) -> str:
+    """A file of ``static/`` (styles, scripts, the vendored layout library) as text."""
     return resources.files("xla_teach.tools.explorer").joinpath("static", name).read_text(encoding="utf-8")
 
 
 def explorer_page(data: ExplorerData) -> str:
     payload = json.dumps(data.as_json(), separators=(",", ":")).replace("</", "<\\/")
     return _TEMPLATE.format(title=html.escape(data.title), backend=html.escape(data.backend or "?"),
-                            css=_static("explorer.css"), dagre=_static("vendor/dagre.min.js"),
-                            graph_js=_static("module_graph.js"),
-                            timeline_js=_static("timeline_chart.js"), js=_static("explorer.js"), data=payload)
+                            css=static_text("explorer.css"), dagre=static_text("vendor/dagre.min.js"),
+                            graph_js=static_text("module_graph.js"),
+                            timeline_js=static_text("timeline_chart.js"), js=static_text("explorer.js"), data=payload)
