@@ -45,37 +45,37 @@ def graded(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
 
 def test_every_submission_is_graded_once_with_progress(graded) -> None:  # type: ignore[no-untyped-def]
     results, _, progress = graded
-    assert sorted(results.reports) == ["ada", "bob", "cy", "dee"]
+    assert sorted(results.reports) == ["ada.py", "bob.py", "cy.py", "dee.ipynb"]
     scores = {s: (r.score, r.max_score) for s, r in results.reports.items()}
-    assert scores["ada"] == scores["dee"] == (9, 9)  # the notebook's cells make the same solution
-    assert scores["bob"][0] == 0 and scores["cy"][0] == 0
-    assert results.reports["cy"].load_error
+    assert scores["ada.py"] == scores["dee.ipynb"] == (9, 9)  # the notebook's cells make the same solution
+    assert scores["bob.py"][0] == 0 and scores["cy.py"][0] == 0
+    assert results.reports["cy.py"].load_error
     assert sorted(p[0] for p in progress) == [1, 2, 3, 4] and {p[1] for p in progress} == {4}
 
 
 def test_the_csv_has_a_row_per_student_and_a_column_per_check(graded) -> None:  # type: ignore[no-untyped-def]
     results, out, _ = graded
     rows = list(csv.DictReader((out / "scores.csv").open()))
-    assert [r["student"] for r in rows] == ["ada", "bob", "cy", "dee"]
+    assert [r["student"] for r in rows] == ["ada.py", "bob.py", "cy.py", "dee.ipynb"]
     ada = rows[0]
-    checks = [c.name for c in results.reports["ada"].checks]
-    assert all(ada[name] == str(c.points) for name, c in zip(checks, results.reports["ada"].checks, strict=True))
+    checks = [c.name for c in results.reports["ada.py"].checks]
+    assert all(ada[name] == str(c.points) for name, c in zip(checks, results.reports["ada.py"].checks, strict=True))
     assert ada["score"] == "9" and rows[2]["loaded"] == "no"
 
 
 def test_results_json_follows_gradescope(graded) -> None:  # type: ignore[no-untyped-def]
     _, out, _ = graded
-    bob = json.loads((out / "results" / "bob.json").read_text())
+    bob = json.loads((out / "results" / "bob.py.json").read_text())
     assert bob["score"] == 0 and bob["max_score"] == 9 and "not written yet" in bob["output"]
     assert {t["status"] for t in bob["tests"]} == {"failed"}
     assert sum(t["max_score"] for t in bob["tests"]) == 9
-    assert (out / "reports" / "ada.txt").read_text().startswith("grade dce")
+    assert (out / "reports" / "ada.py.txt").read_text().startswith("grade dce")
 
 
 def test_results_are_never_written_over(graded) -> None:  # type: ignore[no-untyped-def]
     results, out, _ = graded
     with pytest.raises(ExerciseError, match="not overwriting"):
-        grade_folder("dce", Path(results.reports["ada"].solution).parent, out=out)
+        grade_folder("dce", Path(results.reports["ada.py"].solution).parent, out=out)
 
 
 def test_notebook_source_keeps_code_cells_and_drops_magics() -> None:

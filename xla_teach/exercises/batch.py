@@ -31,8 +31,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from xla_teach.exercises.grading import ExerciseError, GradeReport
+from xla_teach.exercises.grading import ExerciseError, GradeReport, printable
 
 SUBMISSION_SUFFIXES = (".py", ".ipynb")
 
@@ -42,7 +43,7 @@ class ClassResults:
     """What :func:`grade_folder` produced: one report per student, and where the files went."""
 
     exercise: str
-    reports: dict[str, GradeReport]  # student (file stem) -> report
+    reports: dict[str, GradeReport]  # student (the file's name, extension included) -> report
     out: Path
 
     @property
@@ -63,17 +64,22 @@ def submissions_in(folder: Path) -> list[Path]:
 
 def notebook_source(path: Path) -> str:
     """The code cells of a notebook, in order, as one Python file (magics and shell lines left out)."""
+    def unreadable(why: str) -> str:
+        return f"raise SyntaxError({f'{path.name} is not a readable notebook: {why}'!r})\n"
+
     try:
         notebook = json.loads(path.read_text(encoding="utf-8"))
         cells = notebook["cells"]
     except (OSError, ValueError, KeyError, TypeError) as err:
-        return f"raise SyntaxError('{path.name} is not a readable notebook: {type(err).__name__}')\n"
+        return unreadable(type(err).__name__)
+    if not isinstance(cells, list):
+        return unreadable(f"its cells are a {type(cells).__name__}, not a list")
     parts = []
     for number, cell in enumerate(cells, 1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
-        text = "".join(source) if isinstance(source, list) else str(source)
+        text = "".join(str(line) for line in source) if isinstance(source, list) else str(source)
         lines = [("# " + line) if line.lstrip().startswith(("%", "!")) else line for line in text.splitlines()]
         parts.append(f"# ---- cell {number}\n" + "\n".join(lines))
     return "\n\n".join(parts) + "\n"
@@ -95,11 +101,14 @@ def grade_folder(exercise: str, folder: str | Path, out: str | Path | None = Non
     reports: dict[str, GradeReport] = {}
     lock = threading.Lock()
 
-    stems = Counter(p.stem for p in files)
-
     def one(path: Path) -> tuple[str, GradeReport]:
-        student = path.stem if stems[path.stem] == 1 else path.name  # alice.py and alice.ipynb: both kept
-        return student, grade(ex.name, path, seed=seed)  # each in its own fenced-in process
+        # The key is the file's name, extension included: unique in the folder, the same from one
+        # run to the next (alice.py, alice.ipynb and alice.py.py are three rows, never one).
+        try:
+            return path.name, grade(ex.name, path, seed=seed)  # each in its own fenced-in process
+        except Exception as err:  # noqa: BLE001 - one submission never stops the class's grading
+            return path.name, failed_report(ex, path, f"the grader could not grade this file: "
+                                                      f"{type(err).__name__}: {err}", seed)
 
     with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
         for future in as_completed([pool.submit(one, path) for path in files]):
@@ -111,6 +120,23 @@ def grade_folder(exercise: str, folder: str | Path, out: str | Path | None = Non
     results = ClassResults(ex.name, dict(sorted(reports.items())), out_dir)
     write_results(results)
     return results
+
+
+def failed_report(ex: Any, path: Path, why: str, seed: int) -> GradeReport:
+    """A row of zeros with the reason, for a submission the grader could not grade."""
+    from xla_teach.exercises.grading import CheckResult
+
+    checks = [CheckResult(c.name, c.description, 0, c.max_points) for c in ex.make_checks(seed)]
+    return GradeReport(ex.name, str(path), checks, load_error=printable(why)[:4000])
+
+
+def same_student(results: ClassResults) -> dict[str, list[str]]:
+    """Files that look like one student's (the same name before the first dot): the teacher
+    decides which counts; every one of them was graded."""
+    by_stem: dict[str, list[str]] = {}
+    for name in results.reports:
+        by_stem.setdefault(name.split(".", 1)[0], []).append(name)
+    return {stem: names for stem, names in by_stem.items() if len(names) > 1}
 
 
 def progress_bar(done: int, total: int, student: str) -> None:
@@ -203,6 +229,10 @@ def summary_html(results: ClassResults) -> str:
         f"<tr><td>{html.escape(s)}</td><td class=num>{r.score}/{r.max_score}</td>"
         f"<td>{html.escape(_first_line(r.load_error)) if r.load_error else ''}</td></tr>"
         for s, r in results.reports.items())
+    duplicates = same_student(results)
+    items = "".join(f"<li>{html.escape(stem)}: {', '.join(html.escape(n) for n in names)} (each graded; keep the "
+                    "one that counts)</li>" for stem, names in duplicates.items())
+    twice = f"<h2>Several files of one student?</h2><ul>{items}</ul>" if duplicates else ""
     mean = sum(r.score for r in reports) / len(reports) if reports else 0
     full = sum(r.passed for r in reports)
     return f"""<!doctype html>
@@ -227,6 +257,7 @@ th {{ background: #f4f4f4; }} .num {{ white-space: nowrap; }} .desc {{ color: #6
 <h2>Students</h2>
 <table><tr><th>student</th><th>score</th><th>why it did not load</th></tr>
 {students}</table>
+{twice}
 </body></html>
 """
 

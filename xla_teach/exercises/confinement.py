@@ -9,12 +9,18 @@ Linux kernel offers to any process, privileged or not:
 * **Landlock** (Linux 5.13+): the process gives up file-system rights for good. It may read
   only where Python, its packages and the system libraries live, and its own folder; it may
   write, create, rename or delete only inside its own folder;
-* **seccomp**: a small BPF program the kernel runs on every system call. Here it refuses
-  ``fork``/``vfork``, ``clone`` of a new process (threads still start), ``clone3``, ``execve``
-  and sockets other than Unix ones (so no network, no other programs, no fork bombs).
+* **seccomp**: a small BPF program the kernel runs on every system call, on every thread of the
+  process (``SECCOMP_FILTER_FLAG_TSYNC``). It is an allow-list (:data:`ALLOWED`): files, memory,
+  threads, signals to itself, time -- anything else fails. So no new process (``clone`` only of
+  a thread), no program, no socket and no ``io_uring`` (no network), no namespaces, no tracing or
+  signalling other processes (the grader included), no memory writable and executable at once;
+* **thread count**: ``RLIMIT_NPROC`` caps how many more threads it may start (not for root).
 
-Each returns what it managed to do; where the kernel lacks a feature the child says so and the
-grading report repeats it. Nothing here needs root.
+The fences hold for every thread only if they are set while the process has one: the child's
+environment sets every BLAS/OpenMP thread count to 1 before NumPy is imported
+(:func:`~xla_teach.exercises.sandbox.child_environment`), and the child reports how many threads
+it had when fenced. Each returns what it managed to do; where the kernel lacks a feature the
+child says so and the grading report repeats it. Nothing here needs root.
 """
 
 from __future__ import annotations
@@ -140,48 +146,110 @@ def restrict_files(own_folder: Path, read_also: Iterable[Path] = ()) -> str:
     return f"files: reads only where Python lives, writes only in its own folder (Landlock ABI {abi})"
 
 
-# ---- seccomp ------------------------------------------------------------------------------------------
-# System call numbers and the audit architecture of the two 64-bit targets xla_teach runs on.
-_SYSCALLS = {
-    "x86_64": {"arch": 0xC000003E, "clone": 56, "fork": 57, "vfork": 58, "execve": 59, "execveat": 322,
-               "clone3": 435, "socket": 41},
-    "aarch64": {"arch": 0xC00000B7, "clone": 220, "execve": 221, "execveat": 281, "clone3": 435, "socket": 198},
-}
+# ---- seccomp: an allow-list ----------------------------------------------------------------------------
+# What the child may still ask the kernel for once the student's code runs (the imports are done
+# by then): files (which Landlock narrows to its folder), memory, threads, signals to itself,
+# time, and its own pipes. Every other call fails with ENOSYS ("no such call", which libraries
+# handle), a few named ones with EPERM: no new processes or programs, no sockets, no io_uring
+# (whose queues would carry socket calls past this filter), no namespaces, no reading or
+# tracing other processes.
+ALLOWED = (
+    # files and descriptors
+    "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2",
+    "open", "openat", "openat2", "close", "close_range", "lseek", "fstat", "stat", "lstat", "newfstatat", "statx",
+    "fstatfs", "statfs", "access", "faccessat", "faccessat2", "readlink", "readlinkat", "getdents64", "getcwd",
+    "chdir", "fchdir", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2",
+    "link", "linkat", "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "truncate", "ftruncate",
+    "fallocate", "fsync", "fdatasync", "fcntl", "dup", "dup2", "dup3", "pipe", "pipe2", "ioctl", "flock",
+    "fadvise64", "utimensat", "umask", "poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl",
+    "epoll_wait", "epoll_pwait", "eventfd2", "memfd_create",
+    # memory (mmap, mprotect: never writable and executable at once, see below)
+    "munmap", "mremap", "madvise", "brk", "mlock", "munlock", "mincore", "msync",
+    # threads
+    "futex", "set_robust_list", "get_robust_list", "rseq", "set_tid_address", "sched_yield",
+    "sched_getaffinity", "getcpu", "membarrier", "exit", "exit_group",
+    # signals, timers, time
+    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigsuspend", "rt_sigpending", "rt_sigtimedwait",
+    "sigaltstack", "restart_syscall", "setitimer", "getitimer", "alarm", "timer_create", "timer_settime",
+    "timer_gettime", "timer_delete", "timer_getoverrun", "nanosleep", "clock_nanosleep", "clock_gettime",
+    "clock_getres", "gettimeofday", "time",
+    # about itself
+    "getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getgroups", "getresuid",
+    "getresgid", "getpgrp", "getpgid", "getsid", "getrlimit", "prlimit64", "getrusage", "times", "uname",
+    "sysinfo", "getrandom", "prctl", "arch_prctl",
+)
+DENIED = ("fork", "vfork", "execve", "execveat", "socket", "socketpair", "connect", "bind", "listen", "accept",
+          "accept4", "io_uring_setup", "io_uring_enter", "io_uring_register", "unshare", "setns", "ptrace",
+          "process_vm_readv", "process_vm_writev", "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "tkill",
+          "kcmp", "userfaultfd", "perf_event_open", "bpf", "mount", "keyctl", "add_key", "request_key")
+SIGNALS_TO = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # allowed only to this process
+PROTECTED = ("mmap", "mprotect", "pkey_mprotect")  # never PROT_WRITE and PROT_EXEC together
+_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_SECCOMP_SYSCALL = {"x86_64": 317, "aarch64": 277}
 _CLONE_THREAD = 0x00010000
-_AF_UNIX = 1
+_PROT_WRITE_EXEC = 0x2 | 0x4
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _EPERM, _ENOSYS = 1, 38
-_LD_W_ABS, _JEQ, _JSET, _RET = 0x20, 0x15, 0x45, 0x06
+_LD_W_ABS, _JEQ, _JSET, _RET, _AND = 0x20, 0x15, 0x45, 0x06, 0x54
+_SECCOMP_SET_MODE_FILTER, _SECCOMP_FILTER_FLAG_TSYNC = 1, 1
 
 
-def _seccomp_program(numbers: dict[str, int]) -> list[tuple[int, int, int, int]]:
+def seccomp_names() -> set[str]:
+    """Every system call the filter names (scripts/gen_syscall_numbers.py writes their numbers)."""
+    return set(ALLOWED) | set(DENIED) | set(SIGNALS_TO) | set(PROTECTED) | {"clone", "clone3"}
+
+
+def seccomp_program(numbers: dict[str, int], pid: int) -> list[tuple[int, int, int, int]]:
     """The BPF filter, as (code, jump if true, jump if false, constant) instructions.
 
-    It reads ``seccomp_data``: the architecture at offset 4, the call number at 0, the first
-    argument's low 32 bits at 16 (``clone``'s flags, ``socket``'s family)."""
-    deny = [n for n in ("fork", "vfork", "execve", "execveat") if n in numbers]
-    prog: list[tuple[int, int, int, int]] = [(_LD_W_ABS, 0, 0, 4), (_JEQ, 1, 0, numbers["arch"]),
-                                              (_RET, 0, 0, _RET_ERRNO | _EPERM), (_LD_W_ABS, 0, 0, 0)]
-    # Each denied call: "if nr == N return EPERM".
-    for name in deny:
-        prog += [(_JEQ, 0, 1, numbers[name]), (_RET, 0, 0, _RET_ERRNO | _EPERM)]
+    It reads ``seccomp_data``: the architecture at offset 4, the call number at 0, the low 32
+    bits of argument k at 16 + 8k (``clone``'s flags, the pid a signal goes to, ``mmap``'s
+    protection). ``pid`` is the process being fenced: signals may go to it (or its group, 0)."""
+    allow, deny = (_RET, 0, 0, _RET_ALLOW), (_RET, 0, 0, _RET_ERRNO | _EPERM)
+    prog: list[tuple[int, int, int, int]] = [(_LD_W_ABS, 0, 0, 4), (_JEQ, 1, 0, numbers["arch"]), deny,
+                                              (_LD_W_ABS, 0, 0, 0)]
+    for name in DENIED:
+        if name in numbers:
+            prog += [(_JEQ, 0, 1, numbers[name]), deny]
     prog += [(_JEQ, 0, 1, numbers["clone3"]), (_RET, 0, 0, _RET_ERRNO | _ENOSYS)]  # libc falls back to clone
-    # clone: allowed only for a thread (CLONE_THREAD in its flags).
-    prog += [(_JEQ, 0, 4, numbers["clone"]), (_LD_W_ABS, 0, 0, 16), (_JSET, 1, 0, _CLONE_THREAD),
-             (_RET, 0, 0, _RET_ERRNO | _EPERM), (_RET, 0, 0, _RET_ALLOW)]
-    # socket: only AF_UNIX.
-    prog += [(_JEQ, 0, 4, numbers["socket"]), (_LD_W_ABS, 0, 0, 16), (_JEQ, 1, 0, _AF_UNIX),
-             (_RET, 0, 0, _RET_ERRNO | _EPERM), (_RET, 0, 0, _RET_ALLOW)]
-    prog += [(_RET, 0, 0, _RET_ALLOW)]
+    # clone: a thread only (CLONE_THREAD in its flags), never a process.
+    prog += [(_JEQ, 0, 4, numbers["clone"]), (_LD_W_ABS, 0, 0, 16), (_JSET, 1, 0, _CLONE_THREAD), deny, allow]
+    # Signals: to this process (or its own group: it leads it) only -- not the grader, not kill(-1).
+    for name in SIGNALS_TO:
+        if name in numbers:
+            prog += [(_JEQ, 0, 6, numbers[name]), (_LD_W_ABS, 0, 0, 16), (_JEQ, 3, 0, pid), (_JEQ, 2, 0, 0),
+                     (_JEQ, 1, 0, (-pid) & 0xFFFFFFFF), deny, allow]
+    # Memory that is writable and executable at once would let code rewrite itself past any check.
+    for name in PROTECTED:
+        if name in numbers:
+            prog += [(_JEQ, 0, 5, numbers[name]), (_LD_W_ABS, 0, 0, 32), (_AND, 0, 0, _PROT_WRITE_EXEC),
+                     (_JEQ, 1, 0, _PROT_WRITE_EXEC), allow, deny]
+    for name in ALLOWED:
+        if name in numbers:
+            prog += [(_JEQ, 0, 1, numbers[name]), allow]
+    prog += [(_RET, 0, 0, _RET_ERRNO | _ENOSYS)]
     return prog
 
 
+def threads_now() -> int:
+    """How many threads this process has (a fence set up now must hold for all of them)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0
+
+
 def forbid_processes_and_network() -> str:
-    """seccomp: no new processes, no programs, no sockets but Unix ones. Returns a report line."""
-    numbers = _SYSCALLS.get(platform.machine().lower())
-    if numbers is None:
-        return f"no seccomp filter for {platform.machine()}: forks and network are not blocked"
-    program = _seccomp_program(numbers)
+    """seccomp, on every thread of the process at once (TSYNC): only the calls of :data:`ALLOWED`
+    (memory never writable and executable at once, signals only to itself, threads but no
+    processes); no programs, sockets, io_uring, namespaces or tracing. Returns a report line."""
+    from xla_teach.exercises.syscall_numbers import NUMBERS
+
+    machine = platform.machine().lower()
+    if machine not in NUMBERS:
+        return f"no seccomp filter for {machine}: forks and network are not blocked"
+    numbers = {**NUMBERS[machine], "arch": _ARCH[machine]}
+    program = seccomp_program(numbers, os.getpid())
     filters = b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
     buffer = ctypes.create_string_buffer(filters)
 
@@ -191,6 +259,32 @@ def forbid_processes_and_network() -> str:
     fprog = SockFprog(len(program), ctypes.addressof(buffer))
     if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return "cannot set no_new_privs: forks and network are not blocked"
-    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-        return f"seccomp refused the filter ({os.strerror(ctypes.get_errno())}): forks and network are not blocked"
-    return "no new processes, programs or network sockets (seccomp)"
+    result = _libc.syscall(_SECCOMP_SYSCALL[machine], _SECCOMP_SET_MODE_FILTER, _SECCOMP_FILTER_FLAG_TSYNC,
+                           ctypes.byref(fprog))
+    if result != 0:
+        return (f"seccomp refused the filter ({os.strerror(ctypes.get_errno()) if result < 0 else f'thread {result}'}"
+                "): forks and network are not blocked")
+    return (f"system calls: an allow-list of {sum(n in numbers for n in ALLOWED)} on every thread (seccomp, TSYNC): "
+            "no processes, programs, sockets, io_uring or namespaces; signals only to itself; no memory both "
+            "writable and executable")
+
+
+def limit_threads(extra: int = 256) -> str:
+    """RLIMIT_NPROC: at most ``extra`` more threads and processes than the user runs now (a thread
+    bomb would otherwise exhaust the machine's PIDs). The kernel does not apply it to root."""
+    if os.geteuid() == 0:
+        return "not enforced: the thread limit (RLIMIT_NPROC) does not apply to root; run the grader as a user"
+    uid, count = os.geteuid(), 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:
+                continue
+    limit = count + extra
+    _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+    return f"threads: at most {extra} more (RLIMIT_NPROC)"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import re
 import signal
 import sys
 import threading
@@ -115,7 +116,7 @@ class GradeReport:
         return lines
 
     def text(self) -> str:
-        return "\n".join(self.feedback)
+        return printable("\n".join(self.feedback))
 
     def __str__(self) -> str:
         return self.text()
@@ -130,6 +131,15 @@ class GradeReport:
 
 def _indent(text: str, n: int) -> list[str]:
     return [(" " * n + line) if line else "" for line in text.splitlines()]
+
+
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with terminal control sequences and control characters removed (newlines and tabs
+    kept): a message a student's code wrote cannot repaint the teacher's terminal or a report."""
+    return _CONTROL.sub("", text)
 
 
 # ---- loading the student's file ---------------------------------------------------------------
@@ -244,11 +254,15 @@ def run_checks(exercise: str, solution_path: Path, checks: Sequence[Check],
 
 def run_case(case: Case, student: Any) -> str | None:
     """None if the case passes, else the feedback message. The student's code ran in its own
-    process; what fails here is the judgement of its result."""
+    process; what fails here is the judgement of its result -- including a result that lies about
+    its type (a string where an array was due, an array of objects), which the judge cannot even
+    compare: that fails the case too, it never stops the grading."""
     try:
         case(student)
     except CaseFailed as err:
-        return str(err)
+        return printable(str(err))
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, ArithmeticError, AssertionError) as err:
+        return printable(f"your result could not be judged: {type(err).__name__}: {err}"[:2000])
     return None
 
 

@@ -119,12 +119,49 @@ def fake_args(module: HloModule, seed: int, specials: bool = False) -> list[np.n
     return args
 
 
+EVALUATION_SLACK = 16  # a rewritten module may cost this many times its input to evaluate...
+EVALUATION_FLOOR = 2e7  # ... or this many operations, whichever is more
+
+
+def evaluation_cost(module: HloModule) -> float:
+    """Roughly how many scalar operations the interpreter spends on ``module``: each instruction's
+    elements, read and written, times what a dot or convolution sums per element. The grader runs
+    a module a student's code returned only when this is a small multiple of its input's, so a
+    returned 8000x8000 convolution fails its case instead of holding the grader for an hour."""
+
+    def elements(shape: Any) -> float:
+        if shape.is_tuple:
+            return sum(elements(s) for s in shape.tuple_shapes)
+        if shape.is_token:
+            return 0.0
+        return float(np.prod(shape.dimensions, dtype=np.float64)) if shape.dimensions else 1.0
+
+    total = 0.0
+    for comp in module.computations:
+        for instr in comp.instructions:
+            work = elements(instr.shape) + sum(elements(o.shape) for o in instr.operands)
+            if instr.opcode == "dot" and instr.operands:
+                lhs = instr.operands[0].shape.dimensions
+                work *= max(1.0, float(np.prod([lhs[d] for d in instr.attrs.get("lhs_contracting_dims", [])],
+                                               dtype=np.float64)))
+            elif instr.opcode == "convolution" and len(instr.operands) == 2:  # kernel elements per output feature
+                features = float(instr.shape.dimensions[-1]) if instr.shape.dimensions else 1.0
+                work *= max(1.0, elements(instr.operands[1].shape) / max(1.0, features))
+            total += work
+    return total
+
+
 def check_same_results(original: HloModule, module: HloModule, text: str, seeds: Sequence[int] = (0, 1),
                        specials: bool = False, after_text: str = "") -> None:
     """Both modules compute the same on random inputs (the interpreter is the oracle)."""
     from xla_teach.hlo.evaluator import evaluate_module
     from xla_teach.tools.tool_support import compare_outputs, format_literal
 
+    limit = max(EVALUATION_SLACK * evaluation_cost(original), EVALUATION_FLOOR)
+    if evaluation_cost(module) > limit:
+        raise CaseFailed(f"the module your pass produced would take the grader too long to run: about "
+                         f"{evaluation_cost(module):.3g} operations, where the input module needs "
+                         f"{evaluation_cost(original):.3g}\n{show('input', text)}")
     for seed in seeds:
         args = fake_args(original, seed, specials)
         expected = evaluate_module(original, args)

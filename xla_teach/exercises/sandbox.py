@@ -37,11 +37,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from xla_teach.exercises.confinement import Limits
-from xla_teach.exercises.grading import CaseFailed
+from xla_teach.exercises.grading import CaseFailed, printable
 from xla_teach.exercises.wire import decode, encode
 
 STARTUP_SECONDS = 120.0  # imports (NumPy, LLVM) before the student's file is even read
 PRINTS_SHOWN = 2000  # characters of a case's prints copied to the grader's stderr
+MESSAGE_BYTES = 256 << 20  # the longest answer the grader reads from the child
 
 
 class StudentProcess:
@@ -88,7 +89,7 @@ class StudentProcess:
             # does not stand in for the module of that name.
             [sys.executable, "-P", "-m", "xla_teach.exercises.student_process", json.dumps(settings)],
             cwd=self._folder, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
-            pass_fds=(to_child_r, from_child_w), start_new_session=True, env=_child_environment())
+            pass_fds=(to_child_r, from_child_w), start_new_session=True, env=child_environment(self._folder))
         output.close()
         os.close(to_child_r)
         os.close(from_child_w)
@@ -114,7 +115,7 @@ class StudentProcess:
         self._requests, self._answers = None, None
         for folder in (self._folder, self._logs):
             if folder is not None:
-                shutil.rmtree(folder, ignore_errors=True)
+                remove_tree(folder)
         self._folder = self._logs = None
 
     @property
@@ -146,9 +147,18 @@ class StudentProcess:
         return decode(answer.get("ok"))
 
     def _receive(self, seconds: float, doing: str) -> dict[str, Any]:
+        """The child's next message, within ``seconds`` of wall clock however much else it writes:
+        the deadline is checked before every read, so a child flooding the pipe with lines that
+        are not messages (or one endless line) is stopped on time, and at most
+        :data:`MESSAGE_BYTES` wait unread."""
         assert self._answers is not None and self._process is not None
         deadline = time.monotonic() + seconds
         while True:  # a line may already wait in _pending: look there before waiting on the pipe
+            if time.monotonic() > deadline:
+                return self._too_slow(seconds, doing)
+            if len(self._pending) > MESSAGE_BYTES and b"\n" not in self._pending:
+                _kill(self._process)
+                raise CaseFailed(f"your code sent the grader more than {MESSAGE_BYTES >> 20} MiB in one message")
             line, newline, rest = self._pending.partition(b"\n")
             if newline:
                 self._pending = rest
@@ -162,13 +172,18 @@ class StudentProcess:
             left = deadline - time.monotonic()
             ready, _, _ = select.select([self._answers], [], [], max(left, 0))
             if not ready:
-                _kill(self._process)
-                raise CaseFailed(f"your code took longer than {seconds - 5.0:g} s (an endless loop?)"
-                                 if doing == "this case" else f"the grading process timed out while {doing}")
+                return self._too_slow(seconds, doing)
             chunk = os.read(self._answers, 1 << 16)
             if not chunk:
                 raise CaseFailed(self._death(f"while {doing}"))
             self._pending += chunk
+
+    def _too_slow(self, seconds: float, doing: str) -> dict[str, Any]:
+        """Kill the child (a stopped one too: SIGKILL ends it) and fail the case."""
+        assert self._process is not None
+        _kill(self._process)
+        raise CaseFailed(f"your code took longer than {seconds - 5.0:g} s (an endless loop?)"
+                         if doing == "this case" else f"the grading process timed out while {doing}")
 
     def _death(self, when: str) -> str:
         """Why the child died, for the report."""
@@ -203,8 +218,35 @@ class StudentProcess:
             printed = f.read(PRINTS_SHOWN + 1)
             self._printed = f.tell() if len(printed) <= PRINTS_SHOWN else os.path.getsize(path)
         if printed:
-            text = printed[:PRINTS_SHOWN].decode("utf-8", "replace")
+            text = printable(printed[:PRINTS_SHOWN].decode("utf-8", "replace"))
             sys.stderr.write(text + ("\n... (truncated)\n" if len(printed) > PRINTS_SHOWN else ""))
+
+
+def remove_tree(folder: Path) -> None:
+    """Delete ``folder`` whatever its contents did to their permissions (a ``chmod 000`` folder
+    inside cannot be listed until it is given its rights back)."""
+
+    def retry(function: Any, path: str, _: object) -> None:
+        try:
+            os.chmod(path, 0o700)
+            parent = os.path.dirname(path)
+            if parent:
+                os.chmod(parent, 0o700)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, onerror=retry)
+            else:
+                function(path)
+        except OSError:
+            pass
+
+    if folder.exists():
+        for root, dirs, _files in os.walk(folder):  # give every folder its rights back first
+            for d in dirs:
+                try:
+                    os.chmod(os.path.join(root, d), 0o700, follow_symlinks=False)
+                except (OSError, NotImplementedError):
+                    pass
+        shutil.rmtree(folder, onerror=retry)
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
@@ -216,9 +258,20 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def _child_environment() -> dict[str, str]:
-    """The grader's environment, less what could point the child elsewhere; threads kept few."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XLA_FLAGS", "PYTHONSTARTUP"))}
-    env.setdefault("OPENBLAS_NUM_THREADS", "1")
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS", "GOTO_NUM_THREADS")
+
+
+def child_environment(home: Path) -> dict[str, str]:
+    """The child's whole environment, made here rather than inherited: nothing of the teacher's
+    (tokens, paths, proxies) can be read by the student's code or leak into a report. A PATH of
+    system folders, ``home`` (the child's own folder) as HOME and TMPDIR, a UTF-8 locale, and every
+    BLAS/OpenMP thread count set to 1, so that importing NumPy starts no thread before the fences
+    go up (a thread that exists then would keep full rights). ``PYTHONPATH`` is kept only when the
+    grader itself runs from one (a checkout not installed)."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home), "LANG": "C.UTF-8",
+           "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+           **{name: "1" for name in THREAD_VARIABLES}}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return env

@@ -5,7 +5,8 @@ Started by :class:`~xla_teach.exercises.sandbox.StudentProcess` as
 the submission. In order, it:
 
 1. sets its resource limits and imports what the tasks need;
-2. fences itself in (:mod:`confinement`: Landlock, seccomp) and tells the parent what held;
+2. fences itself in (:mod:`confinement`: Landlock, a seccomp allow-list on every thread, a
+   thread limit) and tells the parent what held, and how many threads it had then (one);
 3. loads the student's file and checks its entry points;
 4. reads one request per line from its request pipe -- ``{"task": ..., "args": ..., "seconds": ...}``
    -- runs the task (:mod:`student_tasks`) under a time limit and writes one JSON answer per
@@ -28,7 +29,9 @@ from xla_teach.exercises.confinement import (
     Limits,
     apply_resource_limits,
     forbid_processes_and_network,
+    limit_threads,
     restrict_files,
+    threads_now,
 )
 from xla_teach.exercises.wire import decode, encode
 
@@ -47,9 +50,13 @@ def main(argv: list[str]) -> int:
     from xla_teach.exercises import grading, student_tasks  # the heavy imports, before the fences
 
     folder = Path.cwd()
+    threads = threads_now()  # 1, if nothing imported above started a thread (see sandbox.child_environment)
     protections = [f"own process, limits: {limits.seconds_per_case:g} s per case, {limits.memory_bytes >> 20} MiB "
                    f"of memory, files up to {limits.file_bytes >> 20} MiB",
-                   restrict_files(folder), forbid_processes_and_network()]
+                   restrict_files(folder), forbid_processes_and_network(), limit_threads()]
+    if threads > 1:
+        protections.append(f"not confined: {threads} threads were running when the fences went up, and Landlock "
+                           "holds only for the thread that set it")
     send({"protections": protections})
     path = folder / settings["solution"]
     try:
