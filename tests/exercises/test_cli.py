@@ -39,3 +39,12 @@ def test_list_and_start(capsys: pytest.CaptureFixture[str], tmp_path: Path, monk
     assert (tmp_path / "bisect_exercise.py").read_text() == starter_file("bisect").read_text()
     assert main(["grade", "--start", "bisect"]) == 2  # never overwrites
     assert "already exists" in capsys.readouterr().err
+
+
+def test_the_help_names_every_exercise(capsys: pytest.CaptureFixture[str]) -> None:
+    from xla_teach.exercises import EXERCISE_NAMES
+
+    with pytest.raises(SystemExit):
+        main(["grade", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(name in text for name in EXERCISE_NAMES), text

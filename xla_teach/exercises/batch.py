@@ -10,10 +10,11 @@ fenced-in process), several at a time -- as many as the machine has cores. A not
 by its code cells, joined in order (IPython's ``%magics`` and ``!shell`` lines are left out), so
 the function the exercise asks for may be defined in any cell. The results folder gets:
 
-* ``scores.csv``: one row per student, the total and the points of every check;
-* ``results/STUDENT.json``: Gradescope's ``results.json`` format (``score``, ``max_score``,
-  ``output``, and one entry per check under ``tests``), for upload or other tools;
-* ``reports/STUDENT.txt``: the report the student would see;
+* ``scores.csv``: one row per file, the total and the points of every check;
+* ``results/FILE.json`` (FILE: the submission's name, extension included): Gradescope's
+  ``results.json`` format (``score``, ``max_score``, ``output``, and one entry per check under
+  ``tests``), for upload or other tools;
+* ``reports/FILE.txt``: the report the student would see;
 * ``summary.html``: the score distribution, and per check how many passed and the commonest
   failure message -- what to explain again in the next class.
 """

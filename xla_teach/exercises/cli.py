@@ -21,8 +21,10 @@ HELP = "grade an exercise solution with the hidden checks (see docs/exercises.md
 
 
 def configure_grade(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("exercise", nargs="?", metavar="EXERCISE", help="dce, cse, algsimp_rule, fusion_decision, "
-                        "elemental_emitter or bisect (--list describes them)")
+    from xla_teach.exercises import EXERCISE_NAMES
+
+    parser.add_argument("exercise", nargs="?", metavar="EXERCISE", help=f"{', '.join(EXERCISE_NAMES[:-1])} or "
+                        f"{EXERCISE_NAMES[-1]} (--list describes them)")
     parser.add_argument("solution", nargs="?", metavar="SOLUTION", help="your solution file (.py or .ipynb), or a "
                         "folder of submissions to grade a whole class")
     parser.add_argument("--list", action="store_true", help="list the exercises with their starter files")
@@ -60,7 +62,7 @@ def run_grade(args: argparse.Namespace) -> int:
                                progress=progress_bar)
         full = sum(r.passed for r in results.reports.values())
         print(f"graded {len(results.reports)} submissions of {results.exercise}: {full} with a full score")
-        for name in ("scores.csv", "summary.html", "results/STUDENT.json", "reports/STUDENT.txt"):
+        for name in ("scores.csv", "summary.html", "results/FILE.json", "reports/FILE.txt"):
             print(f"  {results.out / name}")
         return 0
     report = grade(args.exercise, args.solution, seed=args.seed)

@@ -43,6 +43,7 @@ from xla_teach.exercises.wire import decode, encode
 STARTUP_SECONDS = 120.0  # imports (NumPy, LLVM) before the student's file is even read
 PRINTS_SHOWN = 2000  # characters of a case's prints copied to the grader's stderr
 MESSAGE_BYTES = 256 << 20  # the longest answer the grader reads from the child
+GRACE_SECONDS = 5.0  # past a case's limit, before the grader stops waiting for the child's own verdict
 
 
 class StudentProcess:
@@ -96,10 +97,13 @@ class StudentProcess:
         self._requests = os.fdopen(to_child_w, "w", encoding="utf-8")
         self._answers = from_child_r
         self._pending = b""
-        hello = self._receive(STARTUP_SECONDS, "starting")
-        self.protections = [str(p) for p in hello.get("protections", [])]
-        loaded = self._receive(self.limits.seconds_per_case + STARTUP_SECONDS, "loading the file")
-        self.load_error = str(loaded.get("load_error", ""))
+        try:
+            hello = self._receive(STARTUP_SECONDS, "starting")
+            self.protections = [str(p) for p in hello.get("protections", [])]
+            loaded = self._receive(self.limits.seconds_per_case + STARTUP_SECONDS, "loading the file")
+            self.load_error = printable(str(loaded.get("load_error", "")))
+        except CaseFailed as err:  # the file killed its process as it loaded (an exit, a crash, a hang)
+            self.load_error = printable(str(err))
 
     def close(self) -> None:
         if self._process is not None:
@@ -139,7 +143,7 @@ class StudentProcess:
         except BrokenPipeError:
             raise CaseFailed(self._death("before the case started")) from None
         try:
-            answer = self._receive(limit + 5.0, "this case")
+            answer = self._receive(limit + GRACE_SECONDS, "this case")
         finally:
             self._copy_prints()
         if "failed" in answer:
@@ -182,7 +186,7 @@ class StudentProcess:
         """Kill the child (a stopped one too: SIGKILL ends it) and fail the case."""
         assert self._process is not None
         _kill(self._process)
-        raise CaseFailed(f"your code took longer than {seconds - 5.0:g} s (an endless loop?)"
+        raise CaseFailed(f"your code took longer than {seconds - GRACE_SECONDS:g} s (an endless loop?)"
                          if doing == "this case" else f"the grading process timed out while {doing}")
 
     def _death(self, when: str) -> str:
