@@ -209,3 +209,59 @@ def test_a_thread_bomb_is_bounded(batch) -> None:  # type: ignore[no-untyped-def
     counts = [int(n) for n in re.findall(r"THREADS=(\d+)=", text(results, "threads.py"))]
     assert counts and max(counts) < 2000, counts
     assert results.reports["threads.py"].score == 0
+
+
+# ---- no marks without the work --------------------------------------------------------------------------------
+def starter_with(exercise: str, code: str) -> str:
+    """The untouched starter of ``exercise`` with ``code`` appended (run when the file loads)."""
+    from xla_teach.exercises.starters import starter_file
+
+    return starter_file(exercise).read_text() + "\n" + code.strip() + "\n"
+
+
+SHORTCUTS = {
+    # xla_teach's own implementation of the exercised thing, called from the student's code.
+    "dce_library.py": ("dce", in_run("from xla_teach.passes.simplifiers.dce import DeadCodeElimination as D\nreturn D().run(module)")),
+    "dce_source.py": ("dce", in_run("import xla_teach.passes.simplifiers.dce as d\nexec(open(d.__file__).read(), {})")),
+    "fusion_library.py": ("fusion_decision", starter_with("fusion_decision", """
+from xla_teach.passes.fusion.fusion_rules import fusion_decision
+from xla_teach.passes.fusion.instruction_fusion import FusionConfig
+def should_fuse(producer, consumer):
+    return fusion_decision(producer, consumer, FusionConfig()) is None""")),
+    "atan2_library.py": ("autodiff_rule", starter_with("autodiff_rule", """
+from xla_teach.frontend.autodiff_rules import _atan2
+def atan2_vjp(ct, inputs, out):
+    return _atan2(ct, inputs, out)""")),
+    # The harness inside the student's process answering for the student (NumPy, finite differences).
+    "softplus_numpy.py": ("elemental_emitter", starter_with("elemental_emitter", """
+import numpy as np
+import xla_teach.exercises.student_tasks as t
+t.TASKS["evaluate"] = lambda solution, entry, dtype, x: {"y": np.logaddexp(0, x).astype(x.dtype)}""")),
+    "row_sum_numpy.py": ("reduction_loop", starter_with("reduction_loop", """
+import numpy as np
+import xla_teach.exercises.student_tasks as t
+t.TASKS["row_sums"] = lambda solution, entry, x: {"y": np.add.reduce(x, axis=1, dtype=np.float32)}""")),
+    "gradients_numpy.py": ("autodiff_rule", starter_with("autodiff_rule", """
+import numpy as np
+import xla_teach.exercises.student_tasks as t
+def _answer(solution, entry, program, y, x, w):
+    d = x * x + y * y
+    return {"grads": [w * x / d, -w * y / d]}
+t.TASKS["atan2_gradients"] = _answer""")),
+}
+
+
+@needs_fences
+@pytest.mark.parametrize("name", list(SHORTCUTS))
+def test_no_marks_without_the_work(name: str, tmp_path: Path) -> None:
+    """Calling xla_teach's own answer, reading its source, or having the harness in the student's
+    process answer with NumPy: every case scores 0, and the report says why where it can."""
+    from xla_teach.exercises import grade
+
+    exercise, source = SHORTCUTS[name]
+    path = tmp_path / name
+    path.write_text(source)
+    report = grade(exercise, path)
+    assert report.score == 0, report.text()
+    if "library" in name or "source" in name:
+        assert "not available while grading" in report.text() or "PermissionError" in report.text(), report.text()

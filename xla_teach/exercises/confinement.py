@@ -107,8 +107,33 @@ def readable_roots(extra: Iterable[Path] = ()) -> list[Path]:
     return sorted(p for p in roots if p.exists())
 
 
-def restrict_files(own_folder: Path, read_also: Iterable[Path] = ()) -> str:
-    """Landlock: read only under :func:`readable_roots`, write only under ``own_folder``.
+def read_rules(roots: Iterable[Path], hidden: Iterable[Path] = ()) -> list[tuple[Path, int]]:
+    """(path, rights) rules that let the process read under ``roots`` except the ``hidden`` files.
+    Landlock rules only add rights, so a root holding a hidden file is granted piece by piece: its
+    other entries whole, and the folders on the way down only the right to list them."""
+    hidden = {Path(h).resolve() for h in hidden}
+    keep = {a for h in hidden for a in h.parents}  # folders that hold a hidden file, somewhere below
+    rules: list[tuple[Path, int]] = []
+
+    def grant(path: Path) -> None:
+        resolved = path.resolve()
+        if resolved in hidden:
+            return
+        if resolved not in keep:
+            rules.append((path, _READ))
+            return
+        rules.append((path, _READ_DIR))
+        for child in sorted(path.iterdir()):
+            grant(child)
+
+    for root in roots:
+        grant(root)
+    return rules
+
+
+def restrict_files(own_folder: Path, read_also: Iterable[Path] = (), hidden: Iterable[Path] = ()) -> str:
+    """Landlock: read only under :func:`readable_roots` (never the ``hidden`` files), write only
+    under ``own_folder``.
 
     Returns a line for the report: what is enforced, or why nothing is."""
     abi = landlock_abi()
@@ -122,8 +147,9 @@ def restrict_files(own_folder: Path, read_also: Iterable[Path] = ()) -> str:
     if ruleset < 0:
         return f"Landlock refused a ruleset ({os.strerror(ctypes.get_errno())}): file access not confined"
     try:
-        rules = [(p, _READ) for p in readable_roots(read_also)] + [(own_folder, handled), (Path("/dev/null"),
-                                                                                           _READ | _WRITE_FILE)]
+        hidden = list(hidden)
+        rules = read_rules(readable_roots(read_also), hidden) + [(own_folder, handled),
+                                                                 (Path("/dev/null"), _READ | _WRITE_FILE)]
         for path, access in rules:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -143,7 +169,8 @@ def restrict_files(own_folder: Path, read_also: Iterable[Path] = ()) -> str:
             return f"Landlock could not restrict the process ({os.strerror(ctypes.get_errno())}): not confined"
     finally:
         os.close(ruleset)
-    return f"files: reads only where Python lives, writes only in its own folder (Landlock ABI {abi})"
+    withheld = f" (except the source of what the exercise asks for: {len(hidden)} file(s))" if hidden else ""
+    return f"files: reads only where Python lives{withheld}, writes only in its own folder (Landlock ABI {abi})"
 
 
 # ---- seccomp: an allow-list ----------------------------------------------------------------------------

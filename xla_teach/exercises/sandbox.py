@@ -49,10 +49,11 @@ GRACE_SECONDS = 5.0  # past a case's limit, before the grader stops waiting for 
 class StudentProcess:
     """One submission, loaded in a fenced-in child process (see the module docstring)."""
 
-    def __init__(self, exercise: str, solution: Path, entry_points: Sequence[tuple[str, str]],
+    def __init__(self, exercise: str, solution: Path | None, entry_points: Sequence[tuple[str, str]],
                  limits: Limits | None = None) -> None:
         self.exercise = exercise
-        self.solution = Path(solution)
+        self.solution = None if solution is None else Path(solution)  # None: a runner (see runner())
+        self._runner: StudentProcess | None = None
         self.entry_points = [list(e) for e in entry_points]
         self.limits = limits or Limits()
         self.protections: list[str] = []
@@ -78,10 +79,12 @@ class StudentProcess:
         self.close()
         self._folder = Path(tempfile.mkdtemp(prefix=f"xla_teach_grade_{self.exercise}_"))
         self._logs = Path(tempfile.mkdtemp(prefix="xla_teach_grade_logs_"))
-        shutil.copyfile(self.solution, self._folder / self.solution.name)
+        if self.solution is not None:
+            shutil.copyfile(self.solution, self._folder / self.solution.name)
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
-        settings = {"exercise": self.exercise, "solution": self.solution.name, "entry_points": self.entry_points,
+        settings = {"exercise": self.exercise, "solution": self.solution.name if self.solution else "",
+                    "entry_points": self.entry_points,
                     "limits": asdict(self.limits), "requests_fd": to_child_r, "answers_fd": from_child_w}
         output = open(self._logs / "output.txt", "wb")  # noqa: SIM115 - the child writes it while we run
         self._printed = 0
@@ -105,7 +108,18 @@ class StudentProcess:
         except CaseFailed as err:  # the file killed its process as it loaded (an exit, a crash, a hang)
             self.load_error = printable(str(err))
 
+    def runner(self) -> StudentProcess:
+        """A second fenced-in process that never loads the student's file: it runs what the
+        student's code *made* (the IR text of a kernel, say) on the grader's inputs. Code in the
+        student's process can change anything there, the tasks that compute answers included;
+        the answers computed here come only from the artifact."""
+        if self._runner is None:
+            self._runner = StudentProcess(f"{self.exercise}_runner", None, [], self.limits)
+        return self._runner
+
     def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
         if self._process is not None:
             _kill(self._process)
             self._process = None

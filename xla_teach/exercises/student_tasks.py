@@ -200,11 +200,40 @@ def kernel_for(solution: ModuleType, dtype: type) -> ScalarKernel:
     return kernels[key]
 
 
-# ---- the reference and the comparison ------------------------------------------------------------------
-
 def evaluate(solution: ModuleType, entry: str, dtype: str, x: np.ndarray) -> dict[str, Any]:
-    """The student's emitter compiled for ``dtype`` (once), applied to ``x``."""
+    """The student's emitter compiled for ``dtype`` (once), applied to ``x`` (in the student's own
+    process: for trying a solution out; the grader runs the IR elsewhere, see ``emit_map_kernel``)."""
     return {"y": kernel_for(solution, np.dtype(dtype))(x)}
+
+
+def emit_map_kernel(solution: ModuleType, entry: str, dtype: str) -> dict[str, Any]:
+    """The IR text of the map kernel around the student's emitter, for ``dtype``: what the grader
+    compiles and runs in its runner (``run_map_kernel``), a process the student's code never saw."""
+    ir_text = build_map_kernel(getattr(solution, entry), np.dtype(dtype))
+    _check_calls(ir_text)
+    return {"ir": ir_text}
+
+
+_COMPILED: dict[str, tuple[Any, Any]] = {}  # IR text -> (its JIT, the kernel's address as a ctypes function)
+
+
+def _compiled(ir_text: str, signature: Any) -> Any:
+    from xla_teach.backends.cpu.jit import CpuJit
+
+    if ir_text not in _COMPILED:
+        _check_calls(ir_text)
+        jit = CpuJit(ir_text, opt_level=2, keep_assembly=False)
+        _COMPILED[ir_text] = (jit, signature(jit.function_address("kernel")))
+    return _COMPILED[ir_text][1]
+
+
+def run_map_kernel(solution: None, ir: str, dtype: str, x: np.ndarray) -> dict[str, Any]:
+    """(In the runner.) ``out[i] = f(x[i])`` by the kernel of ``ir``, compiled once."""
+    fn = _compiled(ir, ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64))
+    x = np.ascontiguousarray(x, dtype=np.dtype(dtype))
+    out = np.empty_like(x)
+    fn(out.ctypes.data, x.ctypes.data, x.size)
+    return {"y": out}
 
 
 # ---- bisect: a pipeline with a planted wrong pass ---------------------------------------------------------
@@ -341,6 +370,23 @@ def build_row_sum_kernel(emit: Callable[..., object]) -> str:
     return str(module)
 
 
+def emit_row_sum_kernel(solution: ModuleType, entry: str) -> dict[str, Any]:
+    """The IR text of the row-sum kernel around the student's loops (run by ``run_row_sum_kernel``
+    in the grader's runner)."""
+    ir_text = build_row_sum_kernel(getattr(solution, entry))
+    _check_calls(ir_text)
+    return {"ir": ir_text}
+
+
+def run_row_sum_kernel(solution: None, ir: str, x: np.ndarray) -> dict[str, Any]:
+    """(In the runner.) The kernel of ``ir`` on the rows of ``x`` (f32, row-major)."""
+    fn = _compiled(ir, ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64))
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    out = np.zeros(x.shape[0], np.float32)
+    fn(out.ctypes.data, x.ctypes.data, x.shape[0], x.shape[1])
+    return {"y": out}
+
+
 _ROW_SUM_KERNELS: weakref.WeakKeyDictionary[ModuleType, Any] = weakref.WeakKeyDictionary()
 
 
@@ -379,13 +425,9 @@ ATAN2_PROGRAMS: dict[str, Callable[..., Any]] = {
 }
 
 
-def atan2_gradients(solution: ModuleType, entry: str, program: str, y: np.ndarray, x: np.ndarray,
-                    w: np.ndarray) -> dict[str, Any]:
-    """Gradients with respect to y and x of an ``ATAN2_PROGRAMS`` program, with the student's rule
-    installed for the ``atan2`` primitive (in this process only)."""
-    import xla_teach as xt
+def install_atan2_rule(solution: ModuleType, entry: str) -> None:
+    """The student's rule as the ``atan2`` primitive's vector-Jacobian product (in this process)."""
     import xla_teach.frontend.autodiff_rules  # noqa: F401 - registers the library's rules now, not over ours later
-    import xla_teach.numpy as xnp
     from xla_teach.frontend import primitives
 
     rule = getattr(solution, entry)
@@ -397,6 +439,16 @@ def atan2_gradients(solution: ModuleType, entry: str, program: str, y: np.ndarra
         return list(result)
 
     primitives.PRIMITIVES["atan2"].vjp = vjp
+
+
+def atan2_gradients(solution: ModuleType, entry: str, program: str, y: np.ndarray, x: np.ndarray,
+                    w: np.ndarray) -> dict[str, Any]:
+    """Gradients with respect to y and x of an ``ATAN2_PROGRAMS`` program, with the student's rule
+    installed for the ``atan2`` primitive (in this process only)."""
+    import xla_teach as xt
+    import xla_teach.numpy as xnp
+
+    install_atan2_rule(solution, entry)
     w = np.asarray(w)
     if program == "second":
         def first(yy: Any, xx: Any) -> Any:
@@ -408,9 +460,34 @@ def atan2_gradients(solution: ModuleType, entry: str, program: str, y: np.ndarra
     return {"grads": [np.asarray(g) for g in grads]}
 
 
+def atan2_gradient_hlo(solution: ModuleType, entry: str, program: str, y: np.ndarray, x: np.ndarray,
+                       w: np.ndarray) -> dict[str, Any]:
+    """The HLO text of the gradient program (of y and x) of an ``ATAN2_PROGRAMS`` program, traced with
+    the student's rule installed: the grader evaluates it with its own interpreter, so the answer
+    comes from what the rule built, not from anything else in this process."""
+    import xla_teach as xt
+    import xla_teach.numpy as xnp
+
+    install_atan2_rule(solution, entry)
+    w = np.asarray(w)
+    if program == "second":
+        def first(yy: Any, xx: Any) -> Any:
+            return xnp.sum(w * xt.grad(lambda a, b: xnp.sum(xnp.arctan2(a, b)), argnums=0)(yy, xx))
+        gradient = xt.grad(first, argnums=(0, 1))
+    else:
+        fn = ATAN2_PROGRAMS[program]
+        gradient = xt.grad(lambda yy, xx: fn(xnp, yy, xx, w), argnums=(0, 1))
+    return {"hlo": xt.jit(gradient).lower(y, x).as_text("hlo")}
+
+
 TASKS: dict[str, Callable[..., dict[str, Any]]] = {
     "run_pass": run_pass, "simplify": simplify, "decide": decide, "evaluate": evaluate,
     "find_broken_pass": find_broken_pass, "infer_shape": infer_shape,
     "liveness": liveness, "row_sums": row_sums,
-    "atan2_gradients": atan2_gradients,
+    "atan2_gradients": atan2_gradients, "atan2_gradient_hlo": atan2_gradient_hlo,
+    "emit_map_kernel": emit_map_kernel, "emit_row_sum_kernel": emit_row_sum_kernel,
+}
+# What the grader's runner does with what a student's code made (see sandbox.StudentProcess.runner).
+RUNNER_TASKS: dict[str, Callable[..., dict[str, Any]]] = {
+    "run_map_kernel": run_map_kernel, "run_row_sum_kernel": run_row_sum_kernel,
 }

@@ -90,8 +90,14 @@ def _accuracy_case(dtype: type, kind: str, seed: int, solution: StudentProcess) 
 
 
 def _softplus_of(solution: StudentProcess, dtype: type, x: np.ndarray) -> np.ndarray:
-    """The student's kernel, compiled and run in the student's process, on ``x``."""
-    result = solution.call("evaluate", entry=ENTRY_POINT, dtype=np.dtype(dtype).name, x=x)
+    """The student's kernel on ``x``: its IR is built in the student's process, then compiled and
+    run in the grader's runner, which never loads the student's code (so nothing the student's
+    code does in its own process -- answering with NumPy, say -- can stand in for the kernel)."""
+    built = solution.call("emit_map_kernel", entry=ENTRY_POINT, dtype=np.dtype(dtype).name)
+    ir_text = built.get("ir") if isinstance(built, dict) else None
+    if not isinstance(ir_text, str):
+        raise CaseFailed("the grader got no kernel IR back from your emitter")
+    result = solution.runner().call("run_map_kernel", ir=ir_text, dtype=np.dtype(dtype).name, x=x)
     got = result.get("y") if isinstance(result, dict) else None
     if not isinstance(got, np.ndarray) or got.shape != x.shape or got.dtype != x.dtype:
         raise CaseFailed(f"the kernel gave no {np.dtype(dtype).name} result of {x.size} elements")

@@ -36,7 +36,12 @@ def _values(rows: int, cols: int, seed: int, spread: bool = False) -> np.ndarray
 
 def _case(rows: int, cols: int, seed: int, solution: StudentProcess, spread: bool = False) -> None:
     x = _values(rows, cols, seed, spread)
-    result = solution.call("row_sums", entry=ENTRY_POINT, x=x)
+    # The IR is built in the student's process and run in the grader's runner (see elemental_emitter).
+    built = solution.call("emit_row_sum_kernel", entry=ENTRY_POINT)
+    ir_text = built.get("ir") if isinstance(built, dict) else None
+    if not isinstance(ir_text, str):
+        raise CaseFailed("the grader got no kernel IR back from your emit_row_sum")
+    result = solution.runner().call("run_row_sum_kernel", ir=ir_text, x=x)
     got = result.get("y") if isinstance(result, dict) else None
     want = sequential_row_sums(x)
     if not isinstance(got, np.ndarray) or got.shape != want.shape or got.dtype != np.float32:
