@@ -179,6 +179,22 @@ module, _ = per_device_program(step, (whole, whole, batch, batch), np.zeros((16,
 print("collectives:", bytes_sent(module))
 
 # %% [markdown]
+# ## Graded exercise: `sharding`
+#
+# This chapter prepares this exercise (docs/exercises.md). The cell copies the
+# starter file into `~/xla_teach_exercises/` -- never over a copy you already edited -- and grades it
+# with the hidden checks, in a fenced-in process of its own. The task is in the starter's
+# docstring: fill in its `TODO`s, then run the cell again. The untouched starter scores 0.
+
+# %%
+from xla_teach.exercises import grade, start
+
+for exercise in ['sharding']:
+    mine = start(exercise)  # your copy, in ~/xla_teach_exercises/: made once, never overwritten
+    report = grade(exercise, mine)
+    print(mine, "->", report.feedback[0].split(": ")[-1])  # print(report): every check, and why it failed
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. **Both ways at once.** Make a 2x2 mesh (`make_mesh((2, 2), ("x", "y"))`) and split `a` as

@@ -220,3 +220,29 @@ def test_fusing_parameters_reports_the_wrong_decision_not_a_crash(tmp_path: Path
     report = grade("fusion_decision", solution)
     text = messages(report, "fusion-pass")
     assert "during the fusion pass" in text and "expected False (not fusing: parameters are inputs" in text
+
+
+# ---- sharding ---------------------------------------------------------------------------------------------
+def test_sharding_that_ignores_the_device_order_is_caught(tmp_path: Path) -> None:
+    """Tile k on device k (reading the tiles in order, not the assignment): right for iota orders only."""
+    wrong = variant(tmp_path, "sharding", ("        out[int(assignment[index])] = spans",
+                                           "        out[int(np.ravel_multi_index(index, assignment.shape))] = spans"))
+    report = grade("sharding", wrong)
+    points = check_points(report)
+    assert points["replicated-and-even-tiles"] == (4, 4) and points["device-order"][0] == 0, report.text()
+    assert "device 1 holds" in messages(report, "device-order")
+
+
+def test_sharding_with_floor_division_is_caught(tmp_path: Path) -> None:
+    wrong = variant(tmp_path, "sharding", ("            length = -(-size // count)", "            length = size // count"))
+    report = grade("sharding", wrong)
+    assert check_points(report)["uneven-sizes"][0] < 3 and check_points(report)["device-order"] == (3, 3), report.text()
+
+
+def test_reshard_that_compares_the_text_is_caught(tmp_path: Path) -> None:
+    """Two spellings of one sharding ({replicated} and all four devices copies of one tile) need nothing."""
+    wrong = variant(tmp_path, "sharding", ("    if before == after:\n        return \"none\"",
+                                           "    if src.to_text() == dst.to_text():\n        return \"none\""))
+    report = grade("sharding", wrong)
+    assert check_points(report)["reshard"] == (9, 10), report.text()
+    assert "the partitioner needs 'none'" in messages(report, "reshard")

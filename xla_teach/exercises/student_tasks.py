@@ -480,12 +480,33 @@ def atan2_gradient_hlo(solution: ModuleType, entry: str, program: str, y: np.nda
     return {"hlo": xt.jit(gradient).lower(y, x).as_text("hlo")}
 
 
+# ---- sharding: each device's piece, and the collective that moves it -----------------------------------------
+def device_slices(solution: ModuleType, entry: str, dims: list[int], sharding: str, devices: int) -> dict[str, Any]:
+    """The student's ``device_slices`` on a sharding given as HLO text."""
+    from xla_teach.hlo.sharding import parse_sharding
+
+    result = getattr(solution, entry)(tuple(dims), parse_sharding(sharding), devices)
+    if not isinstance(result, dict):
+        raise CaseFailed(f"device_slices must return a dict {{device: [(start, limit), ...]}}, got {result!r:.80}")
+    return {"slices": {str(k): [[int(a), int(b)] for a, b in v] if isinstance(v, list | tuple) else v
+                       for k, v in result.items()}}
+
+
+def reshard(solution: ModuleType, entry: str, dims: list[int], src: str, dst: str, devices: int) -> dict[str, Any]:
+    """The student's ``reshard`` on two shardings given as HLO text."""
+    from xla_teach.hlo.sharding import parse_sharding
+
+    answer = getattr(solution, entry)(tuple(dims), parse_sharding(src), parse_sharding(dst), devices)
+    return {"collective": answer if isinstance(answer, str) else repr(answer)}
+
+
 TASKS: dict[str, Callable[..., dict[str, Any]]] = {
     "run_pass": run_pass, "simplify": simplify, "decide": decide, "evaluate": evaluate,
     "find_broken_pass": find_broken_pass, "infer_shape": infer_shape,
     "liveness": liveness, "row_sums": row_sums,
     "atan2_gradients": atan2_gradients, "atan2_gradient_hlo": atan2_gradient_hlo,
     "emit_map_kernel": emit_map_kernel, "emit_row_sum_kernel": emit_row_sum_kernel,
+    "device_slices": device_slices, "reshard": reshard,
 }
 # What the grader's runner does with what a student's code made (see sandbox.StudentProcess.runner).
 RUNNER_TASKS: dict[str, Callable[..., dict[str, Any]]] = {

@@ -24,7 +24,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-# exercise -> modules (all they define) or "module:function" (one function)
+# exercise -> modules (all they define) or "module:qualified.name" (one function or method)
 WITHHELD: dict[str, tuple[str, ...]] = {
     "dce": ("xla_teach.passes.simplifiers.dce",),
     "cse": ("xla_teach.passes.simplifiers.cse",),
@@ -36,6 +36,9 @@ WITHHELD: dict[str, tuple[str, ...]] = {
     "shape_inference": ("xla_teach.hlo.shape_inference_contraction:infer_dot",),
     "autodiff_rule": ("xla_teach.frontend.autodiff_rules:_atan2",),
     "bisect": (),  # the exercise is to use xla_teach's bisect tool well
+    "sharding": ("xla_teach.hlo.sharding:HloSharding.tile_index", "xla_teach.hlo.sharding:HloSharding.tile_shape",
+                 "xla_teach.hlo.sharding:HloSharding.shard", "xla_teach.hlo.sharding:HloSharding.assemble",
+                 "xla_teach.passes.spmd.spmd_partitioner"),
 }
 
 
@@ -68,7 +71,13 @@ def withhold(exercise: str) -> list[str]:
     for target in WITHHELD.get(exercise, ()):
         module_name, _, function = target.partition(":")
         module = importlib.import_module(module_name)
-        functions = [getattr(module, function)] if function else _functions_of(module, module_name)
+        if function:
+            found: Any = module
+            for part in function.split("."):
+                found = getattr(found, part)
+            functions = [getattr(found, "__func__", found)]
+        else:
+            functions = _functions_of(module, module_name)
         message = (f"{target.replace(':', '.')} is xla_teach's own answer to the `{exercise}` exercise: it is "
                    "not available while grading (write it yourself)")
         for fn in functions:
@@ -79,9 +88,9 @@ def withhold(exercise: str) -> list[str]:
 
 def withheld_files(exercise: str) -> list[Path]:
     """The source and bytecode files of the withheld modules (left out of what may be read)."""
-    files = []
-    for target in WITHHELD.get(exercise, ()):
-        module = sys.modules.get(target.partition(":")[0]) or importlib.import_module(target.partition(":")[0])
+    files: list[Path] = []
+    for name in dict.fromkeys(t.partition(":")[0] for t in WITHHELD.get(exercise, ())):
+        module = sys.modules.get(name) or importlib.import_module(name)
         source = Path(module.__file__ or "")
         files.append(source)
         cache = source.parent / "__pycache__"
