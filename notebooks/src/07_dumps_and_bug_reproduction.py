@@ -308,6 +308,22 @@ for exercise in ['bisect']:
     print(mine, "->", report.feedback[0].split(": ")[-1])  # print(report): every check, and why it failed
 
 # %% [markdown]
+# ## Graded exercise: `read_dump`
+#
+# This chapter prepares this exercise (docs/exercises.md). The cell copies the
+# starter file into `~/xla_teach_exercises/` -- never over a copy you already edited -- and grades it
+# with the hidden checks, in a fenced-in process of its own. The task is in the starter's
+# docstring: fill in its `TODO`s, then run the cell again. The untouched starter scores 0.
+
+# %%
+from xla_teach.exercises import grade, start
+
+for exercise in ['read_dump']:
+    mine = start(exercise)  # your copy, in ~/xla_teach_exercises/: made once, never overwritten
+    report = grade(exercise, mine)
+    print(mine, "->", report.feedback[0].split(": ")[-1])  # print(report): every check, and why it failed
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. **Read a dump.** Dump the module with `xla_dump_hlo_pass_re="fusion"` only. Which

@@ -246,3 +246,21 @@ def test_reshard_that_compares_the_text_is_caught(tmp_path: Path) -> None:
     report = grade("sharding", wrong)
     assert check_points(report)["reshard"] == (9, 10), report.text()
     assert "the partitioner needs 'none'" in messages(report, "reshard")
+
+
+# ---- read_dump --------------------------------------------------------------------------------------------
+def test_read_dump_that_does_not_look_inside_fusions_is_caught(tmp_path: Path) -> None:
+    wrong = variant(tmp_path, "read_dump", (
+        '        if instr.opcode == "fusion" and _holds(instr.fused_computation, op_name, opcode):\n            return instr.name\n    return None',
+        "    return None"))
+    report = grade("read_dump", wrong)
+    points = check_points(report)
+    assert points["finds-the-fusion"][0] < points["finds-the-fusion"][1] and points["kernels"] == (5, 5), report.text()
+    assert "runs in '" in messages(report, "finds-the-fusion")
+
+
+def test_read_dump_that_counts_constants_as_kernels_is_caught(tmp_path: Path) -> None:
+    wrong = variant(tmp_path, "read_dump", ('QUIET = ("parameter", "constant", "tuple", "get-tuple-element", "bitcast")',
+                                            'QUIET = ("parameter", "tuple", "get-tuple-element", "bitcast")'))
+    report = grade("read_dump", wrong)
+    assert check_points(report)["kernels"][0] < 5 and check_points(report)["stack-frames"] == (3, 3), report.text()

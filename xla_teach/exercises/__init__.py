@@ -41,7 +41,7 @@ from xla_teach.exercises.starters import solution_file, starter_file
 
 # In the order a student meets them; each names a module of xla_teach/exercises/graders/.
 EXERCISE_NAMES = ("shape_inference", "dce", "cse", "algsimp_rule", "fusion_decision", "elemental_emitter",
-                  "reduction_loop", "liveness", "bisect", "autodiff_rule", "sharding")
+                  "reduction_loop", "liveness", "bisect", "autodiff_rule", "sharding", "read_dump")
 
 
 @functools.cache

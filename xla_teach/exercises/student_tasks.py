@@ -500,13 +500,24 @@ def reshard(solution: ModuleType, entry: str, dims: list[int], src: str, dst: st
     return {"collective": answer if isinstance(answer, str) else repr(answer)}
 
 
+# ---- read_dump: reading XLA's own optimized dumps --------------------------------------------------------------
+def read_dump(solution: ModuleType, entry: str, dump: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The student's ``entry`` on a real XLA dump (parsed here) and ``args``; the answer as plain data."""
+    answer = getattr(solution, entry)(_parsed(dump), **args)
+    if isinstance(answer, tuple):
+        answer = list(answer)
+    if not (answer is None or isinstance(answer, str | int | list)):
+        raise CaseFailed(f"{entry} returned a {type(answer).__name__}: a str, an int, a list or None was expected")
+    return {"answer": answer}
+
+
 TASKS: dict[str, Callable[..., dict[str, Any]]] = {
     "run_pass": run_pass, "simplify": simplify, "decide": decide, "evaluate": evaluate,
     "find_broken_pass": find_broken_pass, "infer_shape": infer_shape,
     "liveness": liveness, "row_sums": row_sums,
     "atan2_gradients": atan2_gradients, "atan2_gradient_hlo": atan2_gradient_hlo,
     "emit_map_kernel": emit_map_kernel, "emit_row_sum_kernel": emit_row_sum_kernel,
-    "device_slices": device_slices, "reshard": reshard,
+    "device_slices": device_slices, "reshard": reshard, "read_dump": read_dump,
 }
 # What the grader's runner does with what a student's code made (see sandbox.StudentProcess.runner).
 RUNNER_TASKS: dict[str, Callable[..., dict[str, Any]]] = {

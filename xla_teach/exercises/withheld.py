@@ -39,6 +39,7 @@ WITHHELD: dict[str, tuple[str, ...]] = {
     "sharding": ("xla_teach.hlo.sharding:HloSharding.tile_index", "xla_teach.hlo.sharding:HloSharding.tile_shape",
                  "xla_teach.hlo.sharding:HloSharding.shard", "xla_teach.hlo.sharding:HloSharding.assemble",
                  "xla_teach.passes.spmd.spmd_partitioner"),
+    "read_dump": ("xla_teach.tools.explorer.structural_diff:fusion_owners",),
 }
 
 
