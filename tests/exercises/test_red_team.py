@@ -265,3 +265,19 @@ def test_no_marks_without_the_work(name: str, tmp_path: Path) -> None:
     assert report.score == 0, report.text()
     if "library" in name or "source" in name:
         assert "not available while grading" in report.text() or "PermissionError" in report.text(), report.text()
+
+
+def test_a_submission_has_a_wall_clock_for_all_its_cases(tmp_path: Path) -> None:
+    """Past the submission's limit the remaining cases fail unrun: a class batch always ends."""
+    from xla_teach.exercises import grade
+
+    path = tmp_path / "slow.py"
+    path.write_text(in_run("import time\ntime.sleep(0.6)"))
+    patch = pytest.MonkeyPatch()
+    patch.setattr(grading, "SUBMISSION_TIME_LIMIT_S", 1.0)
+    try:
+        report = grade("dce", path)
+    finally:
+        patch.undo()
+    assert "used up its 1 s for all cases" in report.text()
+    assert report.score < report.max_score

@@ -31,6 +31,7 @@ from types import ModuleType
 from typing import Any
 
 CASE_TIME_LIMIT_S = 20.0  # per case: an endless loop in a solution fails that case, not the grader
+SUBMISSION_TIME_LIMIT_S = 600.0  # per submission, all cases: past it the remaining cases fail unrun
 MESSAGES_PER_CHECK = 2  # distinct failure messages shown per check
 
 
@@ -232,7 +233,11 @@ def run_checks(exercise: str, solution_path: Path, checks: Sequence[Check],
             result = CheckResult(check.name, check.description, 0, check.max_points)
             failures: dict[str, list[int]] = {}  # the same message for several cases is shown once
             for number, case in enumerate(check.cases, 1):
-                message = run_case(case, student)
+                if time.perf_counter() - start > SUBMISSION_TIME_LIMIT_S:
+                    message = (f"not run: the submission used up its {SUBMISSION_TIME_LIMIT_S:g} s "
+                               "for all cases (some case took long)")
+                else:
+                    message = run_case(case, student)
                 if message is None:
                     result.points += 1
                 else:
