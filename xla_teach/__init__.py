@@ -14,17 +14,21 @@ from xla_teach.frontend.errors import CompilationError
 from xla_teach.frontend.jit import jit
 from xla_teach.frontend.shard_map import shard_map
 from xla_teach.frontend.sharding import device_count, devices, make_mesh, with_sharding_constraint
+from xla_teach.frontend.stages import Compiled as _Compiled
+from xla_teach.frontend.stages import Lowered as _Lowered
 from xla_teach.frontend.tracer import name_scope as named_scope
 from xla_teach.hlo.builder import XlaBuilder
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.parser import HloParseError, parse_hlo, parse_shape
 from xla_teach.hlo.shape import Layout, Shape
 from xla_teach.hlo.types import PrimitiveType
+from xla_teach.tools import dump as _dump  # noqa: F401 - subscribes the dumps to every compile
 from xla_teach.tools.display import install as _install_rich_display
 
 __version__ = "0.1.0"
 
-_install_rich_display()  # Jupyter shows modules as graphs, pass records as diffs (xla_teach/tools/display.py)
+# Jupyter shows modules as graphs, pass records as diffs (xla_teach/tools/display.py)
+_install_rich_display(_Lowered, _Compiled)
 
 __all__ = [
     "CompilationError",

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from xla_teach import flags
+from xla_teach.backends.compile_listeners import listeners_for
 from xla_teach.backends.options import CompileOptions
 from xla_teach.backends.registry import DEFAULT_BACKEND, compiler_for
 from xla_teach.hlo.errors import MissingConstantsError
@@ -75,23 +76,19 @@ def _compile_module(module: HloModule | str, backend: str, options: CompileOptio
     values = flags.current()
     options = options or CompileOptions.from_flags(values)
     compiler = compiler_for(backend, options)
-    dumper = None
-    if values["xla_dump_to"]:
-        from xla_teach.tools.dump import ModuleDumper
-
-        dumper = ModuleDumper.create(module, values, backend)
-    if dumper is not None:
-        dumper.before_optimizations(module)
-        options.pass_options.listeners.append(dumper.on_pass)
+    listeners = listeners_for(module, values, backend)  # the dumps, when the flags ask for them
+    for listener in listeners.values():
+        listener.before_optimizations(module)
+        options.pass_options.listeners.append(listener.on_pass)
     optimized = compiler.run_hlo_passes(module)
     warn_unmatched_disabled_passes(options, compiler.recorder, backend)
     executable = compiler.run_backend(optimized)
     executable.recorder = compiler.recorder
     executable.compile_timings = dict(compiler.timings)
-    if dumper is not None:
-        dumper.after_compilation(executable)
-        options.pass_options.listeners.remove(dumper.on_pass)
-        executable.dumper = dumper
+    for listener in listeners.values():
+        listener.after_compilation(executable)
+        options.pass_options.listeners.remove(listener.on_pass)
+    executable.dumper = listeners.get("dump")
     _debug_print(_debug_level(values), executable)
     return executable
 
@@ -144,8 +141,8 @@ def _execute_on_devices(module: HloModule, args: list[Any], backend: str) -> lis
 def run_on_devices(module: HloModule, executable: Any, args: list[Any], backend: str) -> list[np.ndarray]:
     """Run a compiled per-device ``module`` on global ``args``: one thread per device (CPU) or the
     interpreter's simulated devices; over MPI this process's device. Returns the global results."""
-    from xla_teach import distributed
     from xla_teach.hlo.evaluator.devices import run_devices, run_global
+    from xla_teach.runtime import distributed
 
     count = module.device_count()
     if distributed.process_count() > 1:
@@ -165,9 +162,9 @@ def run_on_devices(module: HloModule, executable: Any, args: list[Any], backend:
 
 def _execute_over_mpi(module: HloModule, args: list[Any], backend: str, executable: Any = None) -> list[np.ndarray]:
     """This process runs its own device of ``module`` (``distributed.initialize()`` was called)."""
-    from xla_teach import distributed
     from xla_teach.hlo.evaluator.core import HloEvaluator
     from xla_teach.hlo.evaluator.devices import run_global
+    from xla_teach.runtime import distributed
 
     count, processes = module.device_count(), distributed.process_count()
     if processes != count:

@@ -162,9 +162,10 @@ ENTRY main {
 """
 routes = None
 try:
+    from xla_teach.api import compile_module
     from xla_teach.backends.gpu.cuda_c import compare_routes
 
-    routes = compare_routes(ELEMENTWISE_HLO)
+    routes = compare_routes(compile_module(ELEMENTWISE_HLO, "gpu"))
 except (ImportError, RuntimeError, OSError) as err:
     print("the NVRTC route is not available here:", err)
 

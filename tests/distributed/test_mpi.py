@@ -74,8 +74,9 @@ def test_a_failing_process_stops_the_others(tmp_path: Path) -> None:
 
 def test_missing_mpi_is_stated_plainly(monkeypatch: pytest.MonkeyPatch) -> None:
     from xla_teach import distributed
+    from xla_teach.runtime import distributed as runtime_distributed
 
     monkeypatch.setitem(sys.modules, "mpi4py", None)
-    monkeypatch.setattr(distributed, "_state", {})
+    monkeypatch.setattr(runtime_distributed, "_state", {})
     with pytest.raises(distributed.DistributedError, match=r"MPI is not installed: pip install 'xla_teach\[mpi\]'"):
         distributed.initialize()

@@ -430,7 +430,7 @@ def test_profile_estimates_the_time_of_each_instruction_inside_a_fusion() -> Non
     """The defused module times each fused instruction alone; a fusion's measured time is shared
     in proportion, and op_name scopes add up what ran under them."""
     compiled = mlp_compiled()
-    profile = build_data(compiled.executable, graphs=False, profile_runs=3).profile
+    profile = build_data(compiled.executable, graphs=False, profile_runs=3, compile=compile_module).profile
     assert profile is not None
     module = compiled.executable.module
     fusions = {i.name: i for i in module.entry.instructions if i.opcode == "fusion"}

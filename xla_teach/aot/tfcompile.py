@@ -97,13 +97,13 @@ def load_module(source: HloModule | str | Path | Callable[..., Any],
     if isinstance(source, HloModule):
         return source.clone()
     if callable(source):
-        import xla_teach
+        from xla_teach.frontend.jit import jit
 
         if example_args is None:
             raise AotError("compiling a function ahead of time needs example_args: arrays (or (shape, dtype) "
                            "pairs) giving the fixed signature")
         arrays = [np.zeros(a[0], dtype=a[1]) if isinstance(a, tuple) else np.asarray(a) for a in example_args]
-        return xla_teach.jit(source).lower(*arrays).module
+        return jit(source).lower(*arrays).module
     from xla_teach.hlo.parser import parse_hlo
 
     text = str(source)

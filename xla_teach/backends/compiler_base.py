@@ -30,7 +30,10 @@ class CompilerBase:
 
     def pipeline(self) -> HloPassPipeline:
         """What stage 1 runs: :meth:`hlo_pipeline` with the user's passes from the options
-        (``extra_passes``, ``pipeline_hook``) inserted."""
+        (``extra_passes``, ``pipeline_hook``) inserted -- or the options' own ``pipeline``, which
+        replaces it (the module is then scheduled afterwards if that pipeline did not)."""
+        if self.options.pipeline is not None:
+            return self.options.pipeline
         return self.options.customize_pipeline(self.hlo_pipeline())
 
     def run_hlo_passes(self, module: HloModule) -> HloModule:
@@ -40,6 +43,10 @@ class CompilerBase:
         optimized = module.clone()
         if self.options.run_hlo_passes:
             self.pipeline().run(optimized, self.options.pass_options, self.recorder)
+            if self.options.pipeline is not None and self.platform != "interpreter" and not optimized.is_scheduled:
+                from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
+
+                HloMemoryScheduler().run(optimized)
         else:
             from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
 

@@ -38,6 +38,7 @@ class CompileOptions:
     debug_level: int = 0
     extra_passes: Sequence[tuple[str, HloPass]] = ()  # (position, pass): "before:NAME", "after:NAME", ...
     pipeline_hook: PipelineHook | None = None  # edits the backend's pipeline before it runs
+    pipeline: HloPassPipeline | None = None  # replaces the backend's HLO passes (bisect plants a broken pass)
 
     def customize_pipeline(self, pipeline: HloPassPipeline) -> HloPassPipeline:
         """Insert ``extra_passes`` into ``pipeline``, then call ``pipeline_hook`` on it."""

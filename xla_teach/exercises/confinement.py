@@ -96,11 +96,10 @@ def readable_roots(extra: Iterable[Path] = ()) -> list[Path]:
     import site
     import sysconfig
 
-    import xla_teach
-
+    package = Path(__file__).resolve().parents[1]  # xla_teach/
     roots = {Path(p) for p in sysconfig.get_paths().values()}
     roots |= {Path(p) for p in site.getsitepackages()} | {Path(sys.base_prefix) / "lib"}
-    roots |= {Path(xla_teach.__file__).parent, Path("/usr"), Path("/lib"), Path("/lib64"), Path("/etc"),
+    roots |= {package, Path("/usr"), Path("/lib"), Path("/lib64"), Path("/etc"),
               Path("/dev"), Path("/proc/self").resolve(), Path("/proc/cpuinfo"), Path("/proc/meminfo"),
               Path("/proc/stat"), Path("/sys/devices/system/cpu"), Path("/sys/fs/cgroup")}
     roots |= set(extra)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import weakref
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -166,44 +165,6 @@ def _numbered(text: str, limit: int = 60) -> str:
     lines = text.splitlines()
     shown = [f"  {k + 1:3d}  {line}" for k, line in enumerate(lines[:limit])]
     return "\n".join(shown + (["  ..."] if len(lines) > limit else []))
-
-
-class ScalarKernel:
-    """The student's emitter, compiled for ``dtype`` and callable on NumPy arrays."""
-
-    def __init__(self, emit: Callable[[ir.IRBuilder, ir.Value], object], dtype: np.dtype) -> None:
-        from xla_teach.backends.cpu.jit import CpuJit
-
-        self.dtype = np.dtype(dtype)
-        ir_text = build_map_kernel(emit, self.dtype)
-        _check_calls(ir_text)
-        self.jit = CpuJit(ir_text, opt_level=2, keep_assembly=False)
-        address = self.jit.function_address("kernel")
-        self._fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(address)
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        x = np.ascontiguousarray(x, dtype=self.dtype)
-        out = np.empty_like(x)
-        self._fn(out.ctypes.data, x.ctypes.data, x.size)
-        return out
-
-
-_KERNELS: weakref.WeakKeyDictionary[ModuleType, dict[str, ScalarKernel]] = weakref.WeakKeyDictionary()
-
-
-def kernel_for(solution: ModuleType, dtype: type) -> ScalarKernel:
-    """Compile once per loaded solution and dtype (every check reuses it)."""
-    kernels = _KERNELS.setdefault(solution, {})
-    key = np.dtype(dtype).str
-    if key not in kernels:
-        kernels[key] = ScalarKernel(getattr(solution, SOFTPLUS), np.dtype(dtype))
-    return kernels[key]
-
-
-def evaluate(solution: ModuleType, entry: str, dtype: str, x: np.ndarray) -> dict[str, Any]:
-    """The student's emitter compiled for ``dtype`` (once), applied to ``x`` (in the student's own
-    process: for trying a solution out; the grader runs the IR elsewhere, see ``emit_map_kernel``)."""
-    return {"y": kernel_for(solution, np.dtype(dtype))(x)}
 
 
 def emit_map_kernel(solution: ModuleType, entry: str, dtype: str) -> dict[str, Any]:
@@ -387,27 +348,6 @@ def run_row_sum_kernel(solution: None, ir: str, x: np.ndarray) -> dict[str, Any]
     return {"y": out}
 
 
-_ROW_SUM_KERNELS: weakref.WeakKeyDictionary[ModuleType, Any] = weakref.WeakKeyDictionary()
-
-
-def row_sums(solution: ModuleType, entry: str, x: np.ndarray) -> dict[str, Any]:
-    """The student's kernel (compiled once per solution) on the rows of ``x`` (f32, row-major)."""
-    from xla_teach.backends.cpu.jit import CpuJit
-
-    if solution not in _ROW_SUM_KERNELS:
-        ir_text = build_row_sum_kernel(getattr(solution, entry))
-        _check_calls(ir_text)
-        jit = CpuJit(ir_text, opt_level=2, keep_assembly=False)
-        fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
-            jit.function_address("kernel"))
-        _ROW_SUM_KERNELS[solution] = (jit, fn)
-    _, fn = _ROW_SUM_KERNELS[solution]
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    out = np.zeros(x.shape[0], np.float32)
-    fn(out.ctypes.data, x.ctypes.data, x.shape[0], x.shape[1])
-    return {"y": out}
-
-
 # ---- autodiff_rule: atan2's vector-Jacobian product -----------------------------------------------------------
 def _atan2_derivative_y(np_: Any, y: Any, x: Any) -> Any:
     return x / (x * x + y * y)
@@ -441,43 +381,25 @@ def install_atan2_rule(solution: ModuleType, entry: str) -> None:
     primitives.PRIMITIVES["atan2"].vjp = vjp
 
 
-def atan2_gradients(solution: ModuleType, entry: str, program: str, y: np.ndarray, x: np.ndarray,
-                    w: np.ndarray) -> dict[str, Any]:
-    """Gradients with respect to y and x of an ``ATAN2_PROGRAMS`` program, with the student's rule
-    installed for the ``atan2`` primitive (in this process only)."""
-    import xla_teach as xt
-    import xla_teach.numpy as xnp
-
-    install_atan2_rule(solution, entry)
-    w = np.asarray(w)
-    if program == "second":
-        def first(yy: Any, xx: Any) -> Any:
-            return xnp.sum(w * xt.grad(lambda a, b: xnp.sum(xnp.arctan2(a, b)), argnums=0)(yy, xx))
-        grads = xt.grad(first, argnums=(0, 1))(y, x)
-    else:
-        fn = ATAN2_PROGRAMS[program]
-        grads = xt.grad(lambda yy, xx: fn(xnp, yy, xx, w), argnums=(0, 1))(y, x)
-    return {"grads": [np.asarray(g) for g in grads]}
-
-
 def atan2_gradient_hlo(solution: ModuleType, entry: str, program: str, y: np.ndarray, x: np.ndarray,
                        w: np.ndarray) -> dict[str, Any]:
     """The HLO text of the gradient program (of y and x) of an ``ATAN2_PROGRAMS`` program, traced with
     the student's rule installed: the grader evaluates it with its own interpreter, so the answer
     comes from what the rule built, not from anything else in this process."""
-    import xla_teach as xt
     import xla_teach.numpy as xnp
+    from xla_teach.frontend.autodiff import grad
+    from xla_teach.frontend.jit import jit
 
     install_atan2_rule(solution, entry)
     w = np.asarray(w)
     if program == "second":
         def first(yy: Any, xx: Any) -> Any:
-            return xnp.sum(w * xt.grad(lambda a, b: xnp.sum(xnp.arctan2(a, b)), argnums=0)(yy, xx))
-        gradient = xt.grad(first, argnums=(0, 1))
+            return xnp.sum(w * grad(lambda a, b: xnp.sum(xnp.arctan2(a, b)), argnums=0)(yy, xx))
+        gradient = grad(first, argnums=(0, 1))
     else:
         fn = ATAN2_PROGRAMS[program]
-        gradient = xt.grad(lambda yy, xx: fn(xnp, yy, xx, w), argnums=(0, 1))
-    return {"hlo": xt.jit(gradient).lower(y, x).as_text("hlo")}
+        gradient = grad(lambda yy, xx: fn(xnp, yy, xx, w), argnums=(0, 1))
+    return {"hlo": jit(gradient).lower(y, x).as_text("hlo")}
 
 
 # ---- sharding: each device's piece, and the collective that moves it -----------------------------------------
@@ -512,10 +434,9 @@ def read_dump(solution: ModuleType, entry: str, dump: str, args: dict[str, Any])
 
 
 TASKS: dict[str, Callable[..., dict[str, Any]]] = {
-    "run_pass": run_pass, "simplify": simplify, "decide": decide, "evaluate": evaluate,
+    "run_pass": run_pass, "simplify": simplify, "decide": decide,
     "find_broken_pass": find_broken_pass, "infer_shape": infer_shape,
-    "liveness": liveness, "row_sums": row_sums,
-    "atan2_gradients": atan2_gradients, "atan2_gradient_hlo": atan2_gradient_hlo,
+    "liveness": liveness, "atan2_gradient_hlo": atan2_gradient_hlo,
     "emit_map_kernel": emit_map_kernel, "emit_row_sum_kernel": emit_row_sum_kernel,
     "device_slices": device_slices, "reshard": reshard, "read_dump": read_dump,
 }

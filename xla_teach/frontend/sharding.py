@@ -42,7 +42,7 @@ class Device:
 def devices() -> list[Device]:
     """The devices: one per process under ``mpiexec`` (after ``distributed.initialize()``), else
     ``--xla_force_host_platform_device_count`` of them (one by default, as XLA's CPU)."""
-    from xla_teach import distributed
+    from xla_teach.runtime import distributed
 
     count = distributed.process_count() if distributed.is_initialized() else 0
     count = count or int(flags.get("xla_force_host_platform_device_count")) or 1

@@ -108,11 +108,12 @@ class Compiled:
         ``compare=other`` writes instead the page of this compile (A) and ``other`` (B) side by side:
         the two modules with their instructions mapped, the passes and fusions that differ, memory
         and time (``profile_runs`` timed runs of each, 0: compile figures only)."""
+        from xla_teach.api import compile_module
         from xla_teach.tools.explorer import compare_page, explore
 
         if compare is not None:
             return compare_page(self.executable, compare.executable, path, profile_runs)
-        return explore(self.executable, path, profile_runs=profile_runs)
+        return explore(self.executable, path, profile_runs=profile_runs, compile=compile_module)
 
     def pass_records(self) -> list[Any]:
         """One :class:`~xla_teach.passes.pass_base.PassRecord` per pass run (module before/after, timing)."""

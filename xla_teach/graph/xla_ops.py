@@ -52,8 +52,8 @@ def signature_of(args: Sequence[np.ndarray]) -> str:
 
 def lower_function(function: GraphFunction, args: Sequence[np.ndarray], backend: str = "cpu") -> HloModule:
     """Trace ``function`` for these argument shapes into an HLO module (no compilation)."""
-    import xla_teach
     import xla_teach.numpy as xnp
+    from xla_teach.frontend.jit import jit
     from xla_teach.frontend.tracer import name_scope
 
     nodes = function.graph.topological_order()
@@ -79,7 +79,7 @@ def lower_function(function: GraphFunction, args: Sequence[np.ndarray], backend:
     names = [re.sub(r"\W", "_", n.name) for n in arg_nodes]
     body.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names])
-    module = xla_teach.jit(body, backend=backend).lower(*args).module
+    module = jit(body, backend=backend).lower(*args).module
     module.name = module_name(function)
     return module
 

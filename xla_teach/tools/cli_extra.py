@@ -68,6 +68,7 @@ def _configure_explore(p: argparse.ArgumentParser) -> None:
 
 
 def _run_explore(a: argparse.Namespace) -> int:
+    from xla_teach.api import compile_module
     from xla_teach.tools.explorer import write_explorer
     from xla_teach.tools.explorer.dump_index import write_dump_index
     from xla_teach.tools.tool_support import ToolError, compile_on
@@ -83,14 +84,15 @@ def _run_explore(a: argparse.Namespace) -> int:
                 print(f"kept {target} (exists)")
                 continue
             write_explorer(compile_on(_compilable(source), a.platform), target,
-                           profile_runs=a.profile)
+                           profile_runs=a.profile, compile=compile_module)
             print(f"wrote {target}")
         print(f"open {write_dump_index(path)}")
         return 0
     output = Path(a.output) if a.output else path.with_name(path.stem + ".explorer.html")
     if output.exists():
         raise ToolError(f"{output} exists; not overwriting it (choose another -o)")
-    written = write_explorer(compile_on(_compilable(a.path), a.platform), output, profile_runs=a.profile)
+    written = write_explorer(compile_on(_compilable(a.path), a.platform), output, profile_runs=a.profile,
+                             compile=compile_module)
     print(f"open {written}")
     return 0
 

@@ -150,15 +150,17 @@ def _register_with_ipython() -> None:
         formatter.for_type_by_name(module_name, class_name, executable_html)
 
 
-def install() -> None:
-    """Give xla_teach's objects their Jupyter reprs (idempotent, imports nothing heavy)."""
+def install(lowered: type | None = None, compiled: type | None = None) -> None:
+    """Give xla_teach's objects their Jupyter reprs (idempotent, imports nothing heavy). The front
+    end's ``Lowered`` and ``Compiled`` classes are handed in by ``xla_teach/__init__.py``, which
+    sits above both (a tool does not import the front end)."""
     HloModule._repr_svg_ = module_repr_svg  # type: ignore[attr-defined]
     HloComputation._repr_svg_ = computation_repr_svg  # type: ignore[attr-defined]
     PassRecord._repr_html_ = record_repr_html  # type: ignore[attr-defined]
     PassRecorder._repr_html_ = recorder_repr_html  # type: ignore[attr-defined]
-    from xla_teach.frontend.stages import Compiled, Lowered
-
-    Lowered._repr_html_ = lowered_repr_html  # type: ignore[attr-defined]
-    Compiled._repr_html_ = compiled_repr_html  # type: ignore[attr-defined]
+    if lowered is not None:
+        lowered._repr_html_ = lowered_repr_html  # type: ignore[attr-defined]
+    if compiled is not None:
+        compiled._repr_html_ = compiled_repr_html  # type: ignore[attr-defined]
     _patch_executables()
     _register_with_ipython()

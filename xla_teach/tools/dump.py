@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xla_teach.backends.compile_listeners import subscribe
 from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.pass_base import PassRecord
 from xla_teach.tools.dump_files import DumpError, DumpWriter, known_module_ids, prepare_directory, reserve_module_id
@@ -346,3 +347,6 @@ def _check_regex(flag: str, pattern: str) -> None:
         re.compile(pattern)
     except re.error as err:
         raise DumpError(f"--{flag}={pattern} is not a regular expression: {err}") from None
+
+
+subscribe("dump", ModuleDumper.create)  # every compile asks: dump this module? (backends/compile_listeners.py)

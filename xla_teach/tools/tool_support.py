@@ -191,33 +191,19 @@ def backend_pipeline(platform: str) -> HloPassPipeline:
 
 def compile_on(module: HloModule, platform: str, pipeline: HloPassPipeline | None = None,
                run_hlo_passes: bool = True) -> Any:
-    """Compile ``module`` for ``platform``; returns an executable (``execute(args)``).
-
-    Without ``pipeline`` this is :func:`xla_teach.api.compile_module` (flags and dumps
-    included). With one, ``pipeline`` replaces the backend's HLO passes -- the hook for
-    planting a broken pass -- and the backend's code generation runs on the result.
-    ``run_hlo_passes=False`` is for modules that are already optimized
-    (``--run_test_hlo_passes=false``).
+    """Compile ``module`` for ``platform`` with :func:`xla_teach.api.compile_module` (flags, dumps
+    and records included); returns an executable (``execute(args)``). ``pipeline`` replaces the
+    backend's HLO passes -- the hook for planting a broken pass -- and the backend's code
+    generation runs on the result. ``run_hlo_passes=False`` is for modules that are already
+    optimized (``--run_test_hlo_passes=false``).
     """
     from xla_teach.api import compile_module
     from xla_teach.backends.options import CompileOptions
-    from xla_teach.backends.registry import compiler_for
 
-    platform = normalize_platform(platform)
     options = CompileOptions.from_flags()
     options.run_hlo_passes = run_hlo_passes
-    if pipeline is None:
-        return compile_module(module, platform, options)
-    compiler = compiler_for(platform, options)
-    optimized = module.clone()
-    pipeline.run(optimized, options.pass_options, compiler.recorder)
-    if platform != "interpreter" and not optimized.is_scheduled:
-        from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
-
-        HloMemoryScheduler().run(optimized)
-    executable = compiler.run_backend(optimized)
-    executable.recorder = compiler.recorder
-    return executable
+    options.pipeline = pipeline
+    return compile_module(module, normalize_platform(platform), options)
 
 
 def runner_for(platform: str | Runner, pipeline: HloPassPipeline | None = None,

@@ -99,14 +99,14 @@ def test_nvrtc_route_compiles_and_assembles() -> None:
     pytest.importorskip("cuda.bindings.nvrtc")
     from xla_teach.backends.gpu.cuda_c import compare_routes
 
-    routes = compare_routes("""HloModule m
+    routes = compare_routes(compile_module("""HloModule m
 ENTRY e {
   x = f32[64,33] parameter(0)
   y = f32[33] parameter(1)
   yb = f32[64,33] broadcast(y), dimensions={1}
   m = f32[64,33] multiply(x, yb)
   ROOT t = f32[64,33] tanh(m)
-}""")
+}""", "gpu"))
     assert "__global__ void" in routes.cuda_source and "tanhf" in routes.cuda_source
     assert routes.nvrtc_kernel_ptx() and routes.llvm_kernel_ptx()
     if ptxas_path():
@@ -118,7 +118,8 @@ def test_nvrtc_route_rejects_what_it_cannot_write() -> None:
     from xla_teach.backends.gpu.cuda_c import CudaCUnsupported, compare_routes
 
     with pytest.raises(CudaCUnsupported, match="no fusion"):
-        compare_routes("HloModule m\nENTRY e {\n  x = f16[8] parameter(0)\n  ROOT n = f16[8] exponential(x)\n}")
+        compare_routes(compile_module("HloModule m\nENTRY e {\n  x = f16[8] parameter(0)\n  ROOT n = f16[8] exponential(x)\n}",
+                                      "gpu"))
 
 
 # ---- on the device -------------------------------------------------------------------------
@@ -189,7 +190,7 @@ ENTRY e {
   m = f32[300,33] multiply(x, yb)
   ROOT t = f32[300,33] tanh(m)
 }"""
-    routes = compare_routes(text)
+    routes = compare_routes(compile_module(text, "gpu"))
     args = fake_arguments(routes.executable.module)  # type: ignore[attr-defined]
     llvm_out = routes.executable.execute(args)[0]  # type: ignore[attr-defined]
     np.testing.assert_allclose(run_nvrtc_fusion(routes, args), llvm_out, rtol=1e-5, atol=1e-6)

@@ -4,7 +4,7 @@ XLA itself goes HLO -> LLVM IR -> PTX (the route of :mod:`~xla_teach.backends.gp
 Many hand-written GPU kernels go CUDA C -> NVRTC -> PTX instead. This module writes the
 *same* fusion both ways so a student can put the two PTX files side by side::
 
-    routes = compare_routes(hlo_text)            # the first loop fusion of the optimized module
+    routes = compare_routes(compile_module(hlo_text, "gpu"))   # its first loop fusion
     print(routes.cuda_source)                    # one thread per element, as C
     print(routes.nvrtc_ptx[:2000]); print(routes.llvm_ptx[:2000])
 
@@ -23,12 +23,14 @@ NVRTC writes is one the installed ``ptxas`` accepts.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from xla_teach.backends.llvm.kernel_support import ptx_name
-from xla_teach.hlo.ir import HloInstruction, HloModule
+from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
 
@@ -276,14 +278,12 @@ def _entry_text(ptx: str, kernel: str) -> str:
     return ptx[ptx.rfind("\n", 0, start) + 1: end + 2]
 
 
-def compare_routes(module: HloModule | str, fusion_name: str | None = None, arch: str = "sm_80") -> RouteComparison:
-    """Compile ``module`` for the GPU, then write the chosen loop fusion (default: the first
-    one the CUDA C writer supports) as CUDA C and compile it with NVRTC."""
-    from xla_teach import flags
-    from xla_teach.api import compile_module
-
-    with flags.override(xla_teach_gpu_arch=arch):
-        executable = compile_module(module, "gpu")
+def compare_routes(executable: Any, fusion_name: str | None = None, arch: str = "") -> RouteComparison:
+    """Write the chosen loop fusion of a GPU ``executable`` (``compile_module(text, "gpu")``; by
+    default its first fusion the CUDA C writer supports) as CUDA C, and compile that with NVRTC
+    for ``arch`` (default: the architecture the executable's PTX targets)."""
+    target = re.search(r"^\s*\.target\s+(sm_\w+)", executable.artifacts.ptx or "", flags=re.MULTILINE)
+    arch = arch or (target.group(1) if target else "sm_80")
     fusions = [i for i in executable.module.entry.instructions if i.opcode == "fusion"]
     if fusion_name is not None:
         fusions = [f for f in fusions if f.name == fusion_name]

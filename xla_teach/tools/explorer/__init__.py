@@ -17,24 +17,26 @@ import os
 from pathlib import Path
 from typing import Any
 
-from xla_teach.tools.explorer.model import ExplorerData, build_data
+from xla_teach.tools.explorer.model import CompileService, ExplorerData, build_data
 from xla_teach.tools.explorer.page import explorer_page
 from xla_teach.tools.explorer.structural_diff import StructuralDiff, structural_diff
 
 
-def explorer_html(executable: Any, title: str | None = None, graphs: bool = True, profile_runs: int = 0) -> str:
+def explorer_html(executable: Any, title: str | None = None, graphs: bool = True, profile_runs: int = 0,
+                  compile: CompileService | None = None) -> str:
     """The explorer page of one compiled executable, as HTML text (``profile_runs``: time it that many
-    runs on fake arguments, after warm-up runs, for the profile view)."""
-    return explorer_page(build_data(executable, title, graphs, profile_runs))
+    runs on fake arguments, after warm-up runs, for the profile view; ``compile``: the compile
+    service that estimates the time inside fusions, see :func:`.model.build_data`)."""
+    return explorer_page(build_data(executable, title, graphs, profile_runs, compile=compile))
 
 
 def write_explorer(executable: Any, path: str | Path, title: str | None = None, graphs: bool = True,
-                   profile_runs: int = 0) -> Path:
+                   profile_runs: int = 0, compile: CompileService | None = None) -> Path:
     """Write the explorer page of ``executable`` to ``path`` (its folder must exist); returns the path."""
     path = Path(path)
     if not path.parent.is_dir():
         raise FileNotFoundError(f"cannot write the explorer to {path}: folder {path.parent} does not exist")
-    path.write_text(explorer_html(executable, title, graphs, profile_runs), encoding="utf-8")
+    path.write_text(explorer_html(executable, title, graphs, profile_runs, compile), encoding="utf-8")
     return path
 
 
@@ -60,11 +62,11 @@ class ExplorerPage:
 
 
 def explore(executable: Any, path: str | Path | None = None, title: str | None = None,
-            profile_runs: int = 0) -> ExplorerPage:
+            profile_runs: int = 0, compile: CompileService | None = None) -> ExplorerPage:
     """Write the explorer page (to ``path``, or a new file in the temporary folder) and return it."""
     import tempfile
 
-    page = explorer_html(executable, title, profile_runs=profile_runs)
+    page = explorer_html(executable, title, profile_runs=profile_runs, compile=compile)
     if path is None:
         handle, name = tempfile.mkstemp(prefix=f"{executable.module.name}.", suffix=".explorer.html")
         with open(handle, "w", encoding="utf-8") as f:

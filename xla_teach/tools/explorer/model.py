@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -252,10 +253,10 @@ def _thunk_times(executable: Any, args: list[Any], runs: int) -> _ThunkTimes:
     return result
 
 
-def _profile(executable: Any, runs: int, inside_fusions: bool = True) -> dict[str, Any]:
+def _profile(executable: Any, runs: int, compile: CompileService | None) -> dict[str, Any]:
     """Mean time of each thunk over ``runs`` runs (after two warm-up runs) on fake arguments, the
-    runs' events, the estimated time of each instruction inside a fusion (unless not asked for:
-    then a fusion counts whole in its own scope), and the time of each op_name scope."""
+    runs' events, the estimated time of each instruction inside a fusion (given a compile
+    service; without one a fusion counts whole in its own scope), and the time of each op_name scope."""
     from xla_teach.tools.fake_data import fake_arguments
 
     args = fake_arguments(executable.module)
@@ -276,7 +277,7 @@ def _profile(executable: Any, runs: int, inside_fusions: bool = True) -> dict[st
         if trips and getattr(thunk, "name", None) in thunks:
             thunks[thunk.name]["iterations"] = trips
             thunks[thunk.name]["per_iteration_us"] = thunks[thunk.name]["us"] / trips
-    inside = _inside_fusions(executable, args, runs, thunks) if inside_fusions else {}
+    inside = _inside_fusions(executable, args, runs, thunks, compile) if compile is not None else {}
     return {"runs": runs, "run_us": run_us, "median_us": median_us, "thunks": thunks,
             "timeline": _timeline_tracks(measured), "inside": inside,
             "scopes": _scope_times(executable.module, thunks, inside)}
@@ -315,14 +316,14 @@ def _timeline_tracks(measured: _ThunkTimes) -> dict[str, Any]:
             "events": events, "parts": parts, "lanes": len(timeline.lanes)}
 
 
-def _inside_fusions(executable: Any, args: list[Any], runs: int, thunks: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _inside_fusions(executable: Any, args: list[Any], runs: int, thunks: dict[str, dict[str, Any]],
+                    compile: CompileService) -> dict[str, Any]:
     """Time per instruction inside each fusion, estimated: the module is defused (``defuser``) and
     compiled without optimizations, so each fused instruction runs as its own kernel and is timed
     alone; a fusion's measured time is then shared among its instructions in proportion to those
     times. (Fused, they share loads and loops, so the shares are estimates; ``alone_us`` says
     what the instructions cost unfused, the fusion's saving.)"""
     from xla_teach import flags
-    from xla_teach.api import compile_module
     from xla_teach.passes.fusion.defuser import defuse_module
 
     module: HloModule = executable.module
@@ -332,7 +333,7 @@ def _inside_fusions(executable: Any, args: list[Any], runs: int, thunks: dict[st
     defused = parse_hlo(module.to_text())
     copies = defuse_module(defused)
     with flags.override(xla_teach_hlo_opt_level=0, xla_dump_to=""):
-        unfused = compile_module(defused, str(getattr(executable, "backend", "cpu")))
+        unfused = compile(defused, str(getattr(executable, "backend", "cpu")))
     alone = _thunk_times(unfused, args, runs).times
     inside: dict[str, Any] = {}
     for fusion in fusions:
@@ -388,12 +389,18 @@ def _scope_times(module: HloModule, thunks: dict[str, dict[str, Any]], inside: d
     return dict(sorted(scopes.items()))
 
 
+CompileService = Callable[[HloModule, str], Any]  # (module, backend) -> executable: api.compile_module
+
+
 def build_data(executable: Any, title: str | None = None, graphs: bool = True,
-               profile_runs: int = 0, light: bool = False) -> ExplorerData:
+               profile_runs: int = 0, light: bool = False, compile: CompileService | None = None) -> ExplorerData:
     """Everything about one compiled executable (an ``Executable`` from ``compile_module``);
     ``profile_runs > 0`` also runs it that many times on fake arguments to time its thunks.
     ``light`` (one side of a compare page) leaves out what costs seconds at a model's size: the
-    kernels' code, every pass's structural diff and pictures, and the time inside fusions."""
+    kernels' code, every pass's structural diff and pictures, and the time inside fusions.
+    ``compile`` is the compile service the time inside fusions needs (it compiles the module
+    defused); the explorer never calls the driver itself, the caller hands it over
+    (``Compiled.explore`` and ``xla-teach explore`` pass ``api.compile_module``)."""
     module: HloModule = executable.module
     data = ExplorerData(title or module.name, backend=str(getattr(executable, "backend", "")))
     data.module_text = "" if light else module.to_text()
@@ -404,7 +411,7 @@ def build_data(executable: Any, title: str | None = None, graphs: bool = True,
     data.sources = _sources(data.instructions)
     data.memory = _memory(executable)
     if profile_runs > 0:
-        data.profile = _profile(executable, profile_runs, inside_fusions=not light)
+        data.profile = _profile(executable, profile_runs, None if light else compile)
     data.entry = module.entry.name
     data.palette = {c: [style.COLORS[n].fill, style.COLORS[n].stroke, style.COLORS[n].font]
                     for c, n in style.CATEGORY_COLORS.items()}
