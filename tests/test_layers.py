@@ -78,6 +78,7 @@ FLOORS = (
     ("xla_teach.flags", 0), ("xla_teach.hlo", 0),
     ("xla_teach.passes", 1),
     ("xla_teach.runtime", 2), ("xla_teach.distributed", 2),  # the public name of runtime/distributed.py
+    ("xla_teach.backends.backend_info", 3),
     ("xla_teach.backends.llvm", 3), ("xla_teach.backends.options", 3), ("xla_teach.backends.compile_listeners", 3),
     ("xla_teach.backends", 4), ("xla_teach.backends.registry", 5),
     ("xla_teach.api", 6),

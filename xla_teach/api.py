@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from xla_teach import flags
+from xla_teach.backends.backend_info import backend_info
 from xla_teach.backends.compile_listeners import listeners_for
 from xla_teach.backends.options import CompileOptions
 from xla_teach.backends.registry import DEFAULT_BACKEND, compiler_for
@@ -132,10 +133,11 @@ def execute(module: HloModule | str, args: Sequence[Any], backend: str = DEFAULT
 
 
 def _execute_on_devices(module: HloModule, args: list[Any], backend: str) -> list[np.ndarray]:
-    if backend not in ("interpreter", "cpu"):
+    devices = backend_info(backend).devices
+    if devices == "one":
         raise ValueError(f"{module.name} runs on {module.device_count()} devices; the interpreter simulates several "
                          f"devices and the CPU runs them as threads, but the {backend} backend runs one")
-    return run_on_devices(module, compile_module(module, backend) if backend == "cpu" else None, args, backend)
+    return run_on_devices(module, compile_module(module, backend) if devices == "threads" else None, args, backend)
 
 
 def run_on_devices(module: HloModule, executable: Any, args: list[Any], backend: str) -> list[np.ndarray]:
@@ -147,7 +149,7 @@ def run_on_devices(module: HloModule, executable: Any, args: list[Any], backend:
     count = module.device_count()
     if distributed.process_count() > 1:
         return _execute_over_mpi(module, args, backend, executable)
-    if backend == "interpreter":
+    if backend_info(backend).devices == "simulated":
         return run_global(module, args)
     available = int(flags.get("xla_force_host_platform_device_count"))
     if available and available < count:
@@ -170,12 +172,13 @@ def _execute_over_mpi(module: HloModule, args: list[Any], backend: str, executab
     if processes != count:
         raise distributed.DistributedError(f"{module.name} runs on {count} devices, but mpiexec started {processes} "
                                            "processes (one per device)")
-    if backend == "interpreter":
+    devices = backend_info(backend).devices
+    if devices == "simulated":
         def one(device: Any, pieces: list[np.ndarray]) -> list[np.ndarray]:
             evaluator = HloEvaluator()
             evaluator.device = device
             return evaluator.evaluate_module(module, pieces)
-    elif backend == "cpu":
+    elif devices == "threads":
         executable = executable or compile_module(module, backend)
 
         def one(device: Any, pieces: list[np.ndarray]) -> list[np.ndarray]:

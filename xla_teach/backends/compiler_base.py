@@ -18,6 +18,7 @@ from xla_teach.passes.pass_base import HloPassPipeline, PassRecorder
 
 class CompilerBase:
     platform = "unknown"
+    schedules = True  # its code runs in a schedule (the interpreter's does not need one)
 
     def __init__(self, options: CompileOptions | None = None) -> None:
         self.options = options or CompileOptions()
@@ -43,7 +44,7 @@ class CompilerBase:
         optimized = module.clone()
         if self.options.run_hlo_passes:
             self.pipeline().run(optimized, self.options.pass_options, self.recorder)
-            if self.options.pipeline is not None and self.platform != "interpreter" and not optimized.is_scheduled:
+            if self.options.pipeline is not None and self.schedules and not optimized.is_scheduled:
                 from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
 
                 HloMemoryScheduler().run(optimized)

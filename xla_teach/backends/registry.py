@@ -1,37 +1,26 @@
-"""Backends by name: ``"interpreter"``, ``"cpu"``, ``"gpu"``.
+"""Backends by name: ``"interpreter"``, ``"cpu"``, ``"gpu"`` (and XLA's platform names for them).
 
-Each backend provides a compiler class with ``run_hlo_passes(module)`` (returns
-the optimized module, recording every pass in ``compiler.recorder``) and
-``run_backend(optimized)`` (returns an executable with ``execute(args)``).
+What each backend is -- its compiler, its pipeline, what code it keeps, how it runs several
+devices -- is declared once in :mod:`xla_teach.backends.backend_info`. Each compiler has
+``run_hlo_passes(module)`` (returns the optimized module, recording every pass in
+``compiler.recorder``) and ``run_backend(optimized)`` (returns an executable with
+``execute(args)``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-BACKENDS = ("interpreter", "cpu", "gpu")
-DEFAULT_BACKEND = "cpu"
+from xla_teach.backends.backend_info import BACKENDS as _TABLE
+from xla_teach.backends.backend_info import DEFAULT_BACKEND, backend_info
 
-
-# XLA's platform names (as run_hlo_module spells them) mean the same backends.
-ALIASES = {"host": "cpu", "cuda": "gpu", "nvptx": "gpu", "reference": "interpreter"}
+BACKENDS = tuple(_TABLE)
+ALIASES = {alias: info.name for info in _TABLE.values() for alias in info.aliases}
 
 
 def compiler_for(backend: str, options: Any = None) -> Any:
-    backend = backend.strip().lower() if isinstance(backend, str) else backend
-    backend = ALIASES.get(backend, backend)
-    if backend == "interpreter":
-        from xla_teach.backends.interpreter import InterpreterCompiler
+    """A compiler of ``backend`` (a name or an alias) with these options."""
+    return backend_info(backend).make_compiler(options)
 
-        return InterpreterCompiler(options)
-    if backend == "cpu":
-        from xla_teach.backends.cpu.compiler import CpuCompiler
 
-        return CpuCompiler(options)
-    if backend == "gpu":
-        try:
-            from xla_teach.backends.gpu.compiler import GpuCompiler
-        except ImportError as err:  # pragma: no cover - until the GPU backend lands
-            raise NotImplementedError(f"the GPU backend is not available: {err}") from None
-        return GpuCompiler(options)
-    raise ValueError(f"unknown backend '{backend}' (known: {', '.join(BACKENDS)})")
+__all__ = ["ALIASES", "BACKENDS", "DEFAULT_BACKEND", "compiler_for"]

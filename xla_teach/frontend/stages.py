@@ -145,7 +145,7 @@ class Compiled:
                     if i.opcode not in ("parameter", "constant", "tuple", "get-tuple-element", "bitcast")
                     and not i.is_root())
         consts = sum(_bytes(i.shape) for c in module.computations for i in c.instructions if i.opcode == "constant")
-        assignment = getattr(self.executable, "buffer_assignment", None)
+        assignment = self.executable.buffer_assignment
         if assignment is None:
             return MemoryAnalysis(argument_size_in_bytes=args, output_size_in_bytes=out,
                                   temp_size_upper_bound_in_bytes=naive, generated_code_size_in_bytes=0,
@@ -188,10 +188,13 @@ def _bytes(shape: Shape) -> int:
 
 
 def _why_missing(stage: str, backend: str) -> str:
-    if backend == "interpreter":
-        return "the interpreter runs HLO directly: there is no code generation; use backend='cpu'"
-    if stage == "ptx":
-        return "PTX is GPU code; use backend='gpu'"
-    if stage in ("llvm_ir", "optimized_llvm_ir", "asm") and backend == "gpu":
-        return "the GPU backend records its code as 'ptx'"
+    from xla_teach.backends.backend_info import BACKENDS, backend_info
+
+    info = backend_info(backend)
+    if not info.generates_code:
+        return f"the {info.name} runs HLO directly: there is no code generation; use backend='cpu'"
+    keepers = [i.name for i in BACKENDS.values() if stage in i.code_stages]
+    if keepers:
+        return f"the {info.name} backend records its code as {', '.join(repr(s) for s in info.code_stages)}; " \
+               f"'{stage}' is kept by backend={keepers[0]!r}"
     return "this backend did not record it"

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from xla_teach.backends.backend_info import backend_info
 from xla_teach.graph.build_xla_ops import BuildXlaOps
 from xla_teach.graph.encapsulate_subgraphs import EncapsulateSubgraphs
 from xla_teach.graph.executor import FeedError, GraphExecutor, needed_nodes
@@ -66,7 +67,7 @@ class Session:
         self.backend = backend
         self.kernels = kernels
         self.flags: TfXlaFlags = parse_tf_xla_flags(tf_xla_flags)
-        device = "gpu" if backend == "gpu" else "cpu"
+        device = "gpu" if backend_info(backend).device == "gpu" else "cpu"
         self.options = ClusteringOptions.from_flags(self.flags, auto_jit, device)
         self.dump_prefix = dump_prefix if dump_prefix is not None else os.environ.get(DUMP_ENV, "")
         self.cache = XlaCompilationCache(backend)

@@ -70,3 +70,8 @@ def default_pipeline(backend: str = "cpu", fusion_config: FusionConfig | None = 
     fusion = HloPassPipeline("fusion", [InstructionFusion(config), MultiOutputFusion(config),
                                         DeadCodeElimination()])
     return HloPassPipeline(f"{backend}-pipeline", [optimization, fusion])
+
+
+def interpreter_pipeline() -> HloPassPipeline:
+    """What "the interpreter's passes" mean: it runs HLO as it is, so the shared pipeline."""
+    return default_pipeline("interpreter")

@@ -203,6 +203,7 @@ class CompiledExecutable:
     """
 
     backend: str = ""
+    arch: str = ""  # the target architecture where it matters (the GPU's sm_80...)
     module: HloModule
     artifacts: CompiledArtifacts
     buffer_assignment: ModuleBufferAssignment | None = None
@@ -212,6 +213,10 @@ class CompiledExecutable:
 
     def execute(self, args: Sequence[np.ndarray], profiler: Profiler | None = None) -> list[np.ndarray]:
         raise NotImplementedError
+
+    def thunks(self) -> list[Any]:
+        """The ENTRY computation's thunks, in order, where the backend runs thunks on the host."""
+        return []
 
 
 class Executable(CompiledExecutable):
@@ -234,6 +239,9 @@ class Executable(CompiledExecutable):
         self._may_alias = [slice_.allocation.kind != "output" or self._shares_allocation(slice_)
                            for slice_, _ in entry.outputs]
         self.flush_denormals = False  # the CPU backend's runs flush them, as XLA's CPU runtime does
+
+    def thunks(self) -> list[Any]:
+        return list(self.entry.thunks)
 
     def _shares_allocation(self, slice_: object) -> bool:
         allocation = slice_.allocation  # type: ignore[attr-defined]

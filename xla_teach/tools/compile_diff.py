@@ -50,7 +50,7 @@ class Side:
 
     @property
     def peak_bytes(self) -> int | None:
-        assignment = getattr(self.executable, "buffer_assignment", None)
+        assignment = self.executable.buffer_assignment
         return None if assignment is None else int(assignment.peak_bytes())
 
 

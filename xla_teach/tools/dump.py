@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xla_teach.backends.backend_info import backend_info
 from xla_teach.backends.compile_listeners import subscribe
 from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.pass_base import PassRecord
@@ -78,14 +79,11 @@ class DumpFormats:
 def after_optimizations_name(backend: str, arch: str = "") -> str:
     """``cpu_after_optimizations``, ``sm_8.0_gpu_after_optimizations`` (from ``sm_80``) or,
     for the interpreter, the older plain ``after_optimizations``."""
-    if backend == "cpu":
-        return "cpu_after_optimizations"
-    if backend == "gpu":
-        match = re.fullmatch(r"sm_?(\d+)(\d)([a-z]?)", arch)
-        if match:
-            return f"sm_{match.group(1)}.{match.group(2)}{match.group(3)}_gpu_after_optimizations"
-        return "gpu_after_optimizations"
-    return "after_optimizations"
+    prefix = backend_info(backend).dump_prefix
+    match = re.fullmatch(r"sm_?(\d+)(\d)([a-z]?)", arch) if prefix == "gpu" else None
+    if match:  # the GPU's dumps name the architecture
+        return f"sm_{match.group(1)}.{match.group(2)}{match.group(3)}_{prefix}_after_optimizations"
+    return f"{prefix}_after_optimizations" if prefix else "after_optimizations"
 
 
 def _debug_options_text(values: dict[str, Any]) -> str:
@@ -287,8 +285,8 @@ class ModuleDumper:
         """The optimized module, its buffer assignment, LLVM IR, assembly or PTX."""
         self.passes.flush("pipeline-end")
         artifacts = executable.artifacts
-        optimized = getattr(executable, "module", None) or artifacts.optimized_module
-        arch = str(getattr(executable, "arch", "") or self.flag_values.get("xla_teach_gpu_arch", "") or "")
+        optimized = executable.module
+        arch = str(executable.arch or self.flag_values.get("xla_teach_gpu_arch", "") or "")
         target = re.search(r"^\s*\.target\s+(sm_\w+)", artifacts.ptx or "", flags=re.MULTILINE)
         if target:  # the PTX names the architecture it was compiled for
             arch = target.group(1)

@@ -27,6 +27,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from xla_teach.backends.backend_info import backend_info
 from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.tools.fake_data import fake_arguments
@@ -144,10 +145,10 @@ def run_on_devices(module: HloModule, devices: int, seed: int = 0, print_literal
 
     out = out or sys.stdout
     args = [fake_arguments(module, seed=seed + d) for d in range(devices)]
-    if platform == "cpu":
+    if backend_info(platform).devices == "threads":
         from xla_teach.api import compile_module
 
-        executable = compile_module(module, "cpu")
+        executable = compile_module(module, platform)
         results = run_devices(devices, lambda device: executable.execute(args[device.index]))
         print(f"** {module.name} ran on {devices} CPU devices (one thread each). **", file=out)
     else:

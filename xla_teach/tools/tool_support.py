@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from xla_teach.backends.backend_info import BACKENDS, UnknownBackendError, backend_info
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPassPipeline
@@ -26,9 +27,7 @@ from xla_teach.passes.pass_base import HloPassPipeline
 if TYPE_CHECKING:
     from xla_teach.hlo.lexer import HloParseError
 
-PLATFORMS = ("cpu", "gpu", "interpreter")
-_ALIASES = {"host": "cpu", "cuda": "gpu", "nvptx": "gpu", "interpreter": "interpreter", "reference": "interpreter",
-            "cpu": "cpu", "gpu": "gpu"}
+PLATFORMS = tuple(BACKENDS)
 
 
 class ToolError(ValueError):
@@ -40,11 +39,11 @@ Runner = Callable[[HloModule, list[Any]], list[np.ndarray]]
 
 
 def normalize_platform(name: str) -> str:
-    key = name.strip().lower()
-    if key not in _ALIASES:
-        raise ToolError(f"unknown platform '{name}' (known: {', '.join(PLATFORMS)}; XLA's Host/CUDA/Interpreter "
-                        "are accepted too)")
-    return _ALIASES[key]
+    """The backend a platform name means (XLA's Host, CUDA... too): ``backends/backend_info.py``."""
+    try:
+        return backend_info(name).name
+    except UnknownBackendError as err:
+        raise ToolError(str(err).replace("backend", "platform", 1)) from None
 
 
 # ---- reading inputs ----------------------------------------------------------------------------
@@ -174,19 +173,7 @@ def arguments_for(loaded: HloInput, use_fake_data: bool, input_literals_file: st
 # ---- compiling ---------------------------------------------------------------------------------
 def backend_pipeline(platform: str) -> HloPassPipeline:
     """A fresh copy of the HLO pass pipeline ``platform`` runs (edit it freely)."""
-    platform = normalize_platform(platform)
-    if platform == "cpu":
-        from xla_teach.backends.cpu.cpu_pipeline import cpu_pipeline
-
-        return cpu_pipeline()
-    if platform == "gpu":
-        from xla_teach.backends.gpu.gpu_pipeline import gpu_pipeline
-
-        return gpu_pipeline()
-    # The interpreter itself runs no passes; the shared pipeline is what "its" passes mean.
-    from xla_teach.passes.pipeline import default_pipeline
-
-    return default_pipeline("interpreter")
+    return backend_info(normalize_platform(platform)).make_pipeline()
 
 
 def compile_on(module: HloModule, platform: str, pipeline: HloPassPipeline | None = None,

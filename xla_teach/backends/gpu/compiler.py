@@ -66,6 +66,7 @@ class GpuCompiledExecutable(CompiledExecutable):
         self.program = program
         self.module = program.module
         self.artifacts = artifacts
+        self.arch = program.arch
         self._loaded: Any = None
 
     @property

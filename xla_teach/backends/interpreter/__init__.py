@@ -49,9 +49,14 @@ class InterpreterCompiler(CompilerBase):
     """Runs the module as written: no passes (the reference must not depend on them)."""
 
     platform = "interpreter"
+    schedules = False
 
     def run_hlo_passes(self, module: HloModule) -> HloModule:
+        """The module as written -- or through ``options.pipeline`` when one is given (a tool
+        running passes of its choice before interpreting, as ``bisect`` does)."""
         verify_module(module)
+        if self.options.pipeline is not None:
+            return super().run_hlo_passes(module)
         return module.clone()
 
     def run_backend(self, optimized: HloModule) -> InterpreterExecutable:

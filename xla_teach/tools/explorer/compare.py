@@ -138,7 +138,7 @@ def _side_json(side: Side, runs: int) -> dict[str, Any]:
     profile = data.profile
     if profile is not None:
         side.milliseconds = profile["median_us"] / 1e3
-    timings = getattr(executable, "compile_timings", {}) or {}
+    timings = executable.compile_timings
     return {
         "label": side.label, "entry": data.entry, "instructions": data.instructions, "palette": data.palette,
         "legend": data.legend, "backend": data.backend,

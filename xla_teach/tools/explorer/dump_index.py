@@ -48,11 +48,11 @@ def module_summary(module: Any, executable: Any, backend: str) -> str:
         if fields.get("source_file") and instr.opcode != "parameter":
             source = f"{fields['source_file']}:{fields.get('source_line', '?')}"
             break
-    artifacts = getattr(executable, "artifacts", None)
-    kernels = len(re.findall(r"^define void @", getattr(artifacts, "llvm_ir", "") or "", re.MULTILINE)) or len(
-        re.findall(r"^\.visible \.entry ", getattr(artifacts, "ptx", "") or "", re.MULTILINE))
-    assignment = getattr(executable, "buffer_assignment", None)
-    timings = getattr(executable, "compile_timings", {}) or {}
+    artifacts = executable.artifacts
+    kernels = len(re.findall(r"^define void @", artifacts.llvm_ir, re.MULTILINE)) or len(
+        re.findall(r"^\.visible \.entry ", artifacts.ptx, re.MULTILINE))
+    assignment = executable.buffer_assignment
+    timings = executable.compile_timings
     return json.dumps({
         "source": source, "backend": backend, "compiled_at": time.strftime("%Y-%m-%d %H:%M:%S"),
         "compile_seconds": round(sum(timings.values()), 3),

@@ -272,7 +272,7 @@ def _profile(executable: Any, runs: int, compile: CompileService | None) -> dict
     entry_names = {i.name for i in executable.module.entry.instructions}
     for name, thunk in thunks.items():
         thunk["nested"] = name not in entry_names
-    for thunk in getattr(getattr(executable, "entry", None), "thunks", []):
+    for thunk in executable.thunks():
         trips = getattr(thunk, "trip_count", None)
         if trips and getattr(thunk, "name", None) in thunks:
             thunks[thunk.name]["iterations"] = trips
@@ -333,7 +333,7 @@ def _inside_fusions(executable: Any, args: list[Any], runs: int, thunks: dict[st
     defused = parse_hlo(module.to_text())
     copies = defuse_module(defused)
     with flags.override(xla_teach_hlo_opt_level=0, xla_dump_to=""):
-        unfused = compile(defused, str(getattr(executable, "backend", "cpu")))
+        unfused = compile(defused, executable.backend)
     alone = _thunk_times(unfused, args, runs).times
     inside: dict[str, Any] = {}
     for fusion in fusions:
@@ -402,10 +402,10 @@ def build_data(executable: Any, title: str | None = None, graphs: bool = True,
     defused); the explorer never calls the driver itself, the caller hands it over
     (``Compiled.explore`` and ``xla-teach explore`` pass ``api.compile_module``)."""
     module: HloModule = executable.module
-    data = ExplorerData(title or module.name, backend=str(getattr(executable, "backend", "")))
+    data = ExplorerData(title or module.name, backend=executable.backend)
     data.module_text = "" if light else module.to_text()
     symbols = [s for comp in module.computations for i in comp.instructions for s in kernel_symbols(i.name)]
-    code = {} if light else kernel_code(getattr(executable, "artifacts", None), symbols)
+    code = {} if light else kernel_code(executable.artifacts, symbols)
     data.instructions = _instruction_table(module, executable, code)
     data.code = pack(code)
     data.sources = _sources(data.instructions)
