@@ -26,14 +26,18 @@ intermediate layout, where this one only makes them row-major) and splits
 ``transpose-folding`` and ``cse`` out of its ``simplification`` fixed point; keeping
 them inside here costs nothing and lets their results feed ``algsimp`` again.
 
-Backends add their own passes (see ``backends/cpu/cpu_pipeline.py``) and students
-can insert theirs anywhere with ``insert_before``/``insert_after``, e.g.::
+Each backend writes its whole pipeline out as one list (``backends/cpu/cpu_pipeline.py``,
+``backends/gpu/gpu_pipeline.py``), with :func:`optimization` and :func:`fusion` as two of its
+entries and its own passes between; students can insert theirs anywhere with
+``insert_before``/``insert_after``, e.g.::
 
     pipeline = default_pipeline()
     pipeline.find("simplification").insert_after("algsimp", MyPass())
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from xla_teach.passes.fusion.fusion_rules import FusionConfig
 from xla_teach.passes.fusion.instruction_fusion import InstructionFusion
@@ -62,14 +66,24 @@ def simplification_passes() -> list[HloPass]:
     ]
 
 
+def optimization(first: Sequence[HloPass] = ()) -> HloPassPipeline:
+    """The ``optimization`` stage: ``first`` (a backend's expanders), then the call inliner, layout
+    assignment, the ``simplification`` fixed point and the trip-count annotator."""
+    return HloPassPipeline("optimization", [*first, CallInliner(), LayoutAssignment(),
+                                            HloPassFix("simplification", simplification_passes()),
+                                            WhileLoopTripCountAnnotator()])
+
+
+def fusion(config: FusionConfig | None = None) -> HloPassPipeline:
+    """The ``fusion`` stage: instruction fusion, multi-output fusion, and what they left unused."""
+    config = config or FusionConfig()
+    return HloPassPipeline("fusion", [InstructionFusion(config), MultiOutputFusion(config), DeadCodeElimination()])
+
+
 def default_pipeline(backend: str = "cpu", fusion_config: FusionConfig | None = None) -> HloPassPipeline:
-    config = fusion_config or FusionConfig()
-    simplification = HloPassFix("simplification", simplification_passes())
-    optimization = HloPassPipeline("optimization", [CallInliner(), LayoutAssignment(), simplification,
-                                                    WhileLoopTripCountAnnotator()])
-    fusion = HloPassPipeline("fusion", [InstructionFusion(config), MultiOutputFusion(config),
-                                        DeadCodeElimination()])
-    return HloPassPipeline(f"{backend}-pipeline", [optimization, fusion])
+    """The shared pipeline alone: ``optimization`` then ``fusion`` (each backend's own pipeline,
+    in ``backends/<name>/<name>_pipeline.py``, writes these stages out with its passes between)."""
+    return HloPassPipeline(f"{backend}-pipeline", [optimization(), fusion(fusion_config)])
 
 
 def interpreter_pipeline() -> HloPassPipeline:

@@ -1,7 +1,8 @@
-"""The CPU backend's HLO pipeline: the shared optimization pipeline plus CPU passes.
+"""The CPU backend's HLO pipeline, written out top to bottom in one list (:func:`cpu_pipeline`).
 
-See :func:`xla_teach.passes.pipeline.default_pipeline` for the shared part and
-its documented order; the CPU adds the expanders first (``rng-expander``,
+The shared stages are :func:`xla_teach.passes.pipeline.optimization` and
+:func:`~xla_teach.passes.pipeline.fusion` (their order is documented there); the CPU adds the
+expanders first (``rng-expander``,
 ``topk-decomposer``, ``tuple-constant-splitter``, ``all-reduce-splitter``,
 ``conditional-to-select``: ops with no kernel of their own), ``change-op-data-type``
 (f16/bf16 and mixed-type products computed in f32), ``conv-canonicalization`` (convolutions in
@@ -19,13 +20,13 @@ from xla_teach.backends.cpu.passes.change_op_data_type import ChangeOpDataType
 from xla_teach.backends.cpu.passes.conv_canonicalization import ConvCanonicalization
 from xla_teach.backends.cpu.passes.dot_strategy import DotStrategy
 from xla_teach.backends.llvm.elemental_emitter import emittable_fusion
-from xla_teach.passes.expanders import add_expanders
+from xla_teach.passes.expanders import expanders
 from xla_teach.passes.fusion.fusion_rules import FusionConfig
 from xla_teach.passes.fusion.row_fusion import RowFusion
 from xla_teach.passes.lowering.reshape_to_bitcast import ReshapeToBitcast
 from xla_teach.passes.lowering.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.passes.pass_base import HloPassPipeline
-from xla_teach.passes.pipeline import default_pipeline
+from xla_teach.passes.pipeline import fusion, optimization
 from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
 from xla_teach.passes.spmd.all_reduce_combiner import AllReduceCombiner
 
@@ -37,14 +38,20 @@ CPU_FUSION = FusionConfig(max_instructions=512)
 
 
 def cpu_pipeline() -> HloPassPipeline:
-    pipeline = default_pipeline("cpu", CPU_FUSION)
-    add_expanders(pipeline, keep_fusion=emittable_fusion,
-                  decompose_topk=lambda topk: topk_parameters(topk) is None)  # the rest run the top-k kernel
-    pipeline.insert_before("fusion", ChangeOpDataType())
-    pipeline.insert_before("fusion", ConvCanonicalization())
-    pipeline.insert_before("fusion", AllReduceCombiner())
-    pipeline.insert_before("fusion", TreeReductionRewriter())
-    pipeline.insert_before("fusion", RowFusion())
-    pipeline.add_pass(HloPassPipeline("cpu-codegen-prepare", [
-        ReshapeToBitcast(), DotStrategy(), AttentionFusion(), HloMemoryScheduler()]))
-    return pipeline
+    """The CPU's HLO passes, in the order they run (``xla-teach opt --list-passes`` prints them)."""
+    return HloPassPipeline("cpu-pipeline", [
+        optimization(expanders(keep_fusion=emittable_fusion,  # the rest of the top-k run the top-k kernel
+                               decompose_topk=lambda topk: topk_parameters(topk) is None)),
+        ChangeOpDataType(),       # f16/bf16 and mixed-type products computed in f32
+        ConvCanonicalization(),   # convolutions in the layout of the im2col + BLAS kernel
+        AllReduceCombiner(),      # several devices: independent all-reduces meet once
+        TreeReductionRewriter(),  # huge reductions in two steps, so threads share them
+        RowFusion(),              # softmax, layer norm... one kernel per row-wise computation
+        fusion(CPU_FUSION),       # instruction fusion, multi-output fusion, dce
+        HloPassPipeline("cpu-codegen-prepare", [
+            ReshapeToBitcast(),   # reshapes that move no data become bitcasts
+            DotStrategy(),        # how each dot runs: BLAS, a tiled loop, a strided gemm...
+            AttentionFusion(),    # product, softmax, product: one kernel, the scores in a tile
+            HloMemoryScheduler(),  # the order that keeps peak memory low; buffer assignment follows it
+        ]),
+    ])

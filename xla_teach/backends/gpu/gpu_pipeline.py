@@ -14,26 +14,26 @@ position (an extra ``iota`` operand) and every sort gives the interpreter's orde
 from __future__ import annotations
 
 from xla_teach.backends.llvm.elemental_emitter import emittable_fusion
-from xla_teach.passes.expanders import add_expanders
+from xla_teach.passes.expanders import expanders
 from xla_teach.passes.expanders.stable_sort_expander import StableSortExpander
 from xla_teach.passes.fusion.fusion_rules import FusionConfig
 from xla_teach.passes.fusion.row_fusion import RowFusion
 from xla_teach.passes.lowering.reshape_to_bitcast import ReshapeToBitcast
 from xla_teach.passes.lowering.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.passes.pass_base import HloPassPipeline
-from xla_teach.passes.pipeline import default_pipeline
+from xla_teach.passes.pipeline import fusion, optimization
 from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
 
 GPU_FUSION = FusionConfig(cheap_ops=frozenset({"divide", "rsqrt"}))
 
 
 def gpu_pipeline() -> HloPassPipeline:
-    pipeline = default_pipeline("gpu", GPU_FUSION)
-    add_expanders(pipeline, keep_fusion=emittable_fusion)
-    optimization = pipeline.find("optimization")
-    assert isinstance(optimization, HloPassPipeline)
-    optimization.insert_after("conditional-to-select", StableSortExpander())
-    pipeline.insert_before("fusion", TreeReductionRewriter(parts=1024, max_kept=1024))
-    pipeline.insert_before("fusion", RowFusion("gpu"))
-    pipeline.add_pass(HloPassPipeline("gpu-codegen-prepare", [ReshapeToBitcast(), HloMemoryScheduler()]))
-    return pipeline
+    """The GPU's HLO passes, in the order they run (``xla-teach opt --list-passes --platform gpu``)."""
+    return HloPassPipeline("gpu-pipeline", [
+        optimization([*expanders(keep_fusion=emittable_fusion),
+                      StableSortExpander()]),                   # ties of the bitonic sort broken by an iota
+        TreeReductionRewriter(parts=1024, max_kept=1024),       # long reductions shared by many blocks
+        RowFusion("gpu"),                                       # softmax, layer norm: a block per row
+        fusion(GPU_FUSION),                                     # divide and rsqrt count as cheap here
+        HloPassPipeline("gpu-codegen-prepare", [ReshapeToBitcast(), HloMemoryScheduler()]),
+    ])

@@ -7,7 +7,7 @@ equivalent group of simpler instructions (``topk`` -> ``sort`` + ``slice``, lega
 inside a reducer -> ``select``s, an asynchronous collective's start/done pair -> the collective). They run first
 in the CPU and GPU pipelines, so
 the optimizer sees the simple ops and can fuse and simplify them like any others
-(:func:`add_expanders` puts them there).
+(:func:`expanders` lists them in order).
 """
 
 from __future__ import annotations
@@ -23,26 +23,22 @@ from xla_teach.passes.expanders.topk_custom_call_rewriter import TopkCustomCallR
 from xla_teach.passes.expanders.topk_decomposer import TopkDecomposer
 from xla_teach.passes.expanders.tuple_constant_splitter import TupleConstantSplitter
 from xla_teach.passes.fusion.defuser import Defuser
-from xla_teach.passes.pass_base import HloPassPipeline
+from xla_teach.passes.pass_base import HloPass
 
 
-def add_expanders(pipeline: HloPassPipeline, keep_fusion: Callable[[HloInstruction], bool] | None = None,
-                  decompose_topk: Callable[[HloInstruction], bool] | None = None) -> None:
-    """Put the expanders at the very start of ``pipeline``'s ``optimization`` stage, after the
+def expanders(keep_fusion: Callable[[HloInstruction], bool] | None = None,
+              decompose_topk: Callable[[HloInstruction], bool] | None = None) -> list[HloPass]:
+    """The expanders, in order, for the very start of a backend's ``optimization`` stage: first the
     ``defuser`` (a module that arrives fused, as XLA's optimized HLO does, keeps the fusions
     ``keep_fusion`` accepts -- those the backend's kernels emit -- and the rest are unfused);
     ``decompose_topk`` says which ``topk`` instructions become a sort (default: all).
 
     First of all: ``rng-expander`` orders the ``rng`` draws (control edges) as the
     interpreter runs them, which no pass may have changed yet (see its docstring)."""
-    optimization = pipeline.find("optimization")
-    if not isinstance(optimization, HloPassPipeline):
-        raise ValueError(f"{pipeline.name} has no 'optimization' stage to put the expanders in")
-    optimization.passes[:0] = [Defuser(keep_fusion), RngExpander(), TopkCustomCallRewriter(),
-                               TopkDecomposer(decompose_topk), TupleConstantSplitter(),
-                               AsyncCollectiveToSync(), AllReduceSplitter(), ConditionalToSelect()]
+    return [Defuser(keep_fusion), RngExpander(), TopkCustomCallRewriter(), TopkDecomposer(decompose_topk),
+            TupleConstantSplitter(), AsyncCollectiveToSync(), AllReduceSplitter(), ConditionalToSelect()]
 
 
 __all__ = ["AllReduceSplitter", "AsyncCollectiveToSync", "ConditionalToSelect", "RngExpander", "TopkCustomCallRewriter",
            "TopkDecomposer",
-           "TupleConstantSplitter", "add_expanders"]
+           "TupleConstantSplitter", "expanders"]
