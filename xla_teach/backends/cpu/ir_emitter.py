@@ -12,8 +12,9 @@ everything else the loop emitter.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from xla_teach.backends.cpu.kernel_builder import KernelBuilder
 from xla_teach.backends.cpu.kernels.attention import emit_attention_kernel, is_attention_fusion
@@ -25,9 +26,19 @@ from xla_teach.backends.cpu.kernels.row_fusion import emit_row_fusion_kernel
 from xla_teach.backends.cpu.kernels.scan import emit_scan_kernel, scan_dimension
 from xla_teach.backends.cpu.kernels.sort import emit_sort_kernel
 from xla_teach.backends.cpu.kernels.topk import emit_topk_kernel, topk_parameters
-from xla_teach.backends.llvm.ir_emitter_base import EXPANDED_BY, HostPlan, IrEmitterBase, SequencePlan
+from xla_teach.backends.llvm.ir_emitter_base import (
+    HostPlan,
+    IrEmitterBase,
+    KernelRule,
+    SequencePlan,
+    hero,
+    kernel,
+    no_kernel,
+    opcode,
+    refuse_expanded,
+    writes_in_place,
+)
 from xla_teach.backends.llvm.kernel_context import KernelContext, find_dot_in, is_reduction_hero
-from xla_teach.backends.llvm.kernel_support import hlo_comment
 from xla_teach.backends.llvm.kernels.rng import (
     emit_rng_bit_generator_kernel,
     emit_rng_get_and_update_state_kernel,
@@ -66,64 +77,40 @@ class CpuIrEmitter(IrEmitterBase):
         self.comments[name] = "(no HLO) the Philox state of rng-get-and-update-state := {key, 0}"
         return KernelPlan(name, "rng_state_reset", [], 1, 1, 0)
 
-    def emit_kernel(self, instr: HloInstruction, assignment: BufferAssignment) -> KernelPlan:
-        operand_slices, operand_shapes = [], []
-        for op in instr.operands:
-            if op.shape.is_tuple or op.shape.is_token:
-                raise NotImplementedError(f"{instr.name}: kernels take array operands, {op.name} is {op.shape}")
-            operand_slices.append(assignment.slice(op))
-            operand_shapes.append(op.shape)
-        output_slices = assignment.leaf_slices(instr)
-        output_shapes = instr.shape.leaf_shapes()
-        name = self.kernel_name(instr)
-        slices = operand_slices + output_slices
-        kb = KernelBuilder(self.llvm_module, name, operand_shapes + output_shapes, slices)
-        ctx = KernelContext(kb, instr, kb.arrays[: len(operand_shapes)], kb.arrays[len(operand_shapes):])
-        emit = self._choose(instr, assignment)
-        outer, partitions = emit(ctx)
-        self.vector_code_only = self.vector_code_only and ctx.vector_code
-        kb.finish()
-        self.comments[name] = hlo_comment(instr)
-        nbytes = sum(s.size for s in slices)
-        return KernelPlan(name, instr.name, slices, outer, partitions, nbytes)
+    def kernel_builder(self, name: str, shapes: list[Any], slices: list[BufferSlice]) -> KernelBuilder:
+        return KernelBuilder(self.llvm_module, name, shapes, slices)
 
-    def _choose(self, instr: HloInstruction,
-                assignment: BufferAssignment) -> Callable[[KernelContext], tuple[int, int]]:
-        op = instr.opcode
-        if topk_parameters(instr) is not None:
-            return emit_topk_kernel  # one pass per row, no sort
-        if im2col_geometry(instr) is not None:
-            return emit_im2col_gemm_kernel  # patch blocks in cache, one gemm per block
-        if op == "sort":
-            return emit_sort_kernel
-        if op == "scatter":
-            in_place = not instr.shape.is_tuple and assignment.slice(instr) == assignment.slice(instr.operand(0))
-            return lambda ctx: emit_scatter_kernel(ctx, in_place)
-        if op == "select-and-scatter":
-            return emit_select_and_scatter_kernel
-        if op == "rng-bit-generator":
-            return emit_rng_bit_generator_kernel
-        if op == "rng-get-and-update-state":
-            return emit_rng_get_and_update_state_kernel
-        if op == "dynamic-update-slice":
-            in_place = assignment.slice(instr) == assignment.slice(instr.operand(0))
-            return lambda ctx: emit_dynamic_update_slice_kernel(ctx, in_place)
-        if op in EXPANDED_BY:
-            raise NotImplementedError(
-                f"{instr.name}: '{op}' has no kernel; the '{EXPANDED_BY[op]}' pass rewrites it before code "
-                "generation, and it did not run (--xla_disable_hlo_passes?)")
-        if op == "reduce-window" and scan_dimension(instr) is not None:
-            return emit_scan_kernel  # cumsum & co.: one pass per row, not one window per element
-        if is_attention_fusion(instr):
-            return emit_attention_kernel  # scores in a tile on the stack, two gemms per block of queries
-        if is_row_fusion(instr):
-            return emit_row_fusion_kernel
-        hero = instr.fused_computation.root if op == "fusion" else instr
-        if is_reduction_hero(hero):
-            return emit_reduction_kernel
-        if op == "dot" or (op == "fusion" and find_dot_in(instr) is not None):
-            return emit_dot_kernel
-        return emit_loop_kernel
+    def kernel_plan(self, instr: HloInstruction, name: str, slices: list[BufferSlice], rule: KernelRule,
+                    result: tuple[int, int], ctx: KernelContext, assignment: BufferAssignment) -> KernelPlan:
+        outer, partitions = result  # the outer loop's size, and how many parts the threads share
+        self.vector_code_only = self.vector_code_only and ctx.vector_code
+        return KernelPlan(name, instr.name, slices, outer, partitions, sum(s.size for s in slices))
+
+    # Which emitter writes a kernel, by its instruction (a fusion by its hero, its root): the
+    # first rule that applies.
+    KERNELS = (
+        kernel("topk", lambda i, a: topk_parameters(i) is not None, emit_topk_kernel),  # one pass per row, no sort
+        kernel("im2col convolution", lambda i, a: im2col_geometry(i) is not None,
+               emit_im2col_gemm_kernel),  # patch blocks in cache, one gemm per block
+        kernel("sort", opcode("sort"), emit_sort_kernel),
+        KernelRule("scatter", opcode("scatter"),
+                   lambda e, i, a: partial(emit_scatter_kernel, in_place=writes_in_place(i, a))),
+        kernel("select-and-scatter", opcode("select-and-scatter"), emit_select_and_scatter_kernel),
+        kernel("rng-bit-generator", opcode("rng-bit-generator"), emit_rng_bit_generator_kernel),
+        kernel("rng-get-and-update-state", opcode("rng-get-and-update-state"), emit_rng_get_and_update_state_kernel),
+        KernelRule("dynamic-update-slice", opcode("dynamic-update-slice"),
+                   lambda e, i, a: partial(emit_dynamic_update_slice_kernel, in_place=writes_in_place(i, a))),
+        KernelRule("expanded op", no_kernel, refuse_expanded),  # rng, topk: an expander rewrites them
+        kernel("scan", lambda i, a: i.opcode == "reduce-window" and scan_dimension(i) is not None,
+               emit_scan_kernel),  # cumsum & co.: one pass per row, not one window per element
+        kernel("attention", lambda i, a: is_attention_fusion(i),
+               emit_attention_kernel),  # scores in a tile on the stack, two gemms per block of queries
+        kernel("row fusion", lambda i, a: is_row_fusion(i), emit_row_fusion_kernel),
+        kernel("reduction", lambda i, a: is_reduction_hero(hero(i)), emit_reduction_kernel),
+        kernel("dot", lambda i, a: i.opcode == "dot" or (i.opcode == "fusion" and find_dot_in(i) is not None),
+               emit_dot_kernel),
+        kernel("loop", lambda i, a: True, emit_loop_kernel),
+    )
 
 
 __all__ = ["CpuIrEmitter", "HostPlan", "KernelPlan", "SequencePlan"]

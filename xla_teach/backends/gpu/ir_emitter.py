@@ -22,8 +22,9 @@ need no code (parameters, tuples, bitcasts ...), the same run on the host
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 from xla_teach.backends.gpu.kernel_builder import GpuKernelBuilder, LaunchDimensions
 from xla_teach.backends.gpu.kernels.dot import emit_gpu_dot_kernel
@@ -35,9 +36,19 @@ from xla_teach.backends.gpu.kernels.scatter import emit_gpu_dynamic_update_slice
 from xla_teach.backends.gpu.kernels.sort import emit_gpu_sort_kernel
 from xla_teach.backends.gpu.kernels.transpose import emit_gpu_transpose_kernel, is_tiled_transpose
 from xla_teach.backends.gpu.nvptx import DATA_LAYOUT, TRIPLE
-from xla_teach.backends.llvm.ir_emitter_base import IrEmitterBase, SequencePlan
+from xla_teach.backends.llvm.ir_emitter_base import (
+    IrEmitterBase,
+    KernelRule,
+    SequencePlan,
+    hero,
+    kernel,
+    no_kernel,
+    opcode,
+    refuse_expanded,
+    writes_in_place,
+)
 from xla_teach.backends.llvm.kernel_context import KernelContext, find_dot_in, is_reduction_hero
-from xla_teach.backends.llvm.kernel_support import hlo_comment, ptx_name
+from xla_teach.backends.llvm.kernel_support import ptx_name
 from xla_teach.backends.llvm.kernels.rng import emit_rng_get_and_update_state_kernel, emit_rng_state_reset
 from xla_teach.backends.llvm.kernels.scatter import emit_scatter_kernel, emit_select_and_scatter_kernel
 from xla_teach.hlo.ir import HloInstruction
@@ -77,25 +88,14 @@ class GpuIrEmitter(IrEmitterBase):
     def symbol(self, name: str) -> str:
         return ptx_name(name)  # PTX identifiers: letters, digits, _ and $ only
 
-    def emit_kernel(self, instr: HloInstruction, assignment: BufferAssignment) -> GpuKernelPlan:
-        operand_slices, operand_shapes = [], []
-        for op in instr.operands:
-            if op.shape.is_tuple or op.shape.is_token:
-                raise NotImplementedError(f"{instr.name}: kernels take array operands, {op.name} is {op.shape}")
-            operand_slices.append(assignment.slice(op))
-            operand_shapes.append(op.shape)
-        output_slices = assignment.leaf_slices(instr)
-        name = self.kernel_name(instr)
-        slices = operand_slices + output_slices
-        kb = GpuKernelBuilder(self.llvm_module, name, operand_shapes + instr.shape.leaf_shapes(), slices)
-        ctx = KernelContext(kb, instr, kb.arrays[: len(operand_shapes)], kb.arrays[len(operand_shapes):])
-        emit = self._choose_gpu(instr, assignment)
-        launch = emit(ctx)
-        kb.finish()
-        copies = (self._scatter_copies(instr, assignment) or []) if emit is emit_gpu_scatter_kernel else []
-        self.comments[name] = hlo_comment(instr)
-        instr.backend_config = json.dumps({"launch_dimensions": launch.as_config()}, separators=(",", ":"))
-        return GpuKernelPlan(name, instr.name, slices, launch, sum(s.size for s in slices), copies)
+    def kernel_builder(self, name: str, shapes: list[Any], slices: list[BufferSlice]) -> GpuKernelBuilder:
+        return GpuKernelBuilder(self.llvm_module, name, shapes, slices)
+
+    def kernel_plan(self, instr: HloInstruction, name: str, slices: list[BufferSlice], rule: KernelRule,
+                    result: LaunchDimensions, ctx: KernelContext, assignment: BufferAssignment) -> GpuKernelPlan:
+        copies = (scatter_copies(instr, assignment) or []) if rule.name == "scatter" else []
+        instr.backend_config = json.dumps({"launch_dimensions": result.as_config()}, separators=(",", ":"))
+        return GpuKernelPlan(name, instr.name, slices, result, sum(s.size for s in slices), copies)
 
     def emit_rng_state_reset(self) -> GpuKernelPlan:
         name = self.unique_symbol("rng_state_reset")
@@ -105,45 +105,38 @@ class GpuIrEmitter(IrEmitterBase):
         self.comments[name] = "(no HLO) the Philox state of rng-get-and-update-state := {key, 0}"
         return GpuKernelPlan(name, "rng_state_reset", [], LaunchDimensions((1, 1, 1), (1, 1, 1)), 0)
 
-    def _choose_gpu(self, instr: HloInstruction,
-                    assignment: BufferAssignment) -> Callable[[KernelContext], LaunchDimensions]:
-        op = instr.opcode
-        if op == "sort":
-            return emit_gpu_sort_kernel
-        if op == "rng-bit-generator":
-            return emit_gpu_rng_bit_generator_kernel
-        if op == "scatter" and self._scatter_copies(instr, assignment) is not None:
-            return emit_gpu_scatter_kernel
-        if op == "dynamic-update-slice":
-            in_place = assignment.slice(instr) == assignment.slice(instr.operand(0))
-            return lambda ctx: emit_gpu_dynamic_update_slice_kernel(ctx, in_place)
-        # Variadic scatter (several outputs combined as one tuple cannot be atomic), select-and-scatter
-        # and the legacy rng's two-word state run the CPU's sequential emitters on one GPU thread.
-        sequential = {"scatter": emit_scatter_kernel, "select-and-scatter": emit_select_and_scatter_kernel,
-                      "rng-get-and-update-state": emit_rng_get_and_update_state_kernel}
-        if op in sequential:
-            return lambda ctx: emit_single_thread(ctx, sequential[op])
-        if op in ("rng", "topk"):
-            raise NotImplementedError(f"'{op}' has no GPU kernel")
-        if is_row_fusion(instr):
-            return emit_gpu_row_fusion_kernel
-        hero = instr.fused_computation.root if op == "fusion" else instr
-        if is_reduction_hero(hero):
-            return emit_gpu_reduction_kernel
-        if op == "dot" or (op == "fusion" and find_dot_in(instr) is not None):
-            return lambda ctx: emit_gpu_dot_kernel(ctx, self.allow_tf32)
-        if is_tiled_transpose(instr):
-            return emit_gpu_transpose_kernel
-        return emit_gpu_loop_kernel
+    # Which emitter writes a kernel (first match wins). Variadic scatter (several outputs combined
+    # as one tuple cannot be atomic), select-and-scatter and the legacy rng's two-word state run the
+    # CPU's sequential emitters on one GPU thread.
+    KERNELS = (
+        kernel("sort", opcode("sort"), emit_gpu_sort_kernel),
+        kernel("rng-bit-generator", opcode("rng-bit-generator"), emit_gpu_rng_bit_generator_kernel),
+        kernel("scatter", lambda i, a: i.opcode == "scatter" and scatter_copies(i, a) is not None,
+               emit_gpu_scatter_kernel),  # a thread per update, atomics
+        KernelRule("dynamic-update-slice", opcode("dynamic-update-slice"),
+                   lambda e, i, a: partial(emit_gpu_dynamic_update_slice_kernel, in_place=writes_in_place(i, a))),
+        kernel("sequential scatter", opcode("scatter"), partial(emit_single_thread, emit=emit_scatter_kernel)),
+        kernel("select-and-scatter", opcode("select-and-scatter"),
+               partial(emit_single_thread, emit=emit_select_and_scatter_kernel)),
+        kernel("rng-get-and-update-state", opcode("rng-get-and-update-state"),
+               partial(emit_single_thread, emit=emit_rng_get_and_update_state_kernel)),
+        KernelRule("expanded op", no_kernel, refuse_expanded),  # rng, topk: an expander rewrites them
+        kernel("row fusion", lambda i, a: is_row_fusion(i), emit_gpu_row_fusion_kernel),  # a block per row
+        kernel("reduction", lambda i, a: is_reduction_hero(hero(i)), emit_gpu_reduction_kernel),  # warp shuffles
+        KernelRule("dot", lambda i, a: i.opcode == "dot" or (i.opcode == "fusion" and find_dot_in(i) is not None),
+                   lambda e, i, a: partial(emit_gpu_dot_kernel, allow_tf32=e.allow_tf32)),
+        kernel("transpose", lambda i, a: is_tiled_transpose(i), emit_gpu_transpose_kernel),  # a shared-memory tile
+        kernel("loop", lambda i, a: True, emit_gpu_loop_kernel),  # a thread per element
+    )
 
-    @staticmethod
-    def _scatter_copies(instr: HloInstruction, assignment: BufferAssignment) -> list[DeviceCopy] | None:
-        """The memcpy that puts a one-operand scatter's operand in its output buffer first (none when
-        they share it), or None when the parallel kernel cannot do this scatter."""
-        if instr.operand_count != 3 or instr.shape.is_tuple:
-            return None
-        operand = instr.operand(0)
-        if operand.shape.minor_to_major() != instr.shape.minor_to_major():
-            return None
-        source, dest = assignment.slice(operand), assignment.slice(instr)
-        return [] if source == dest else [DeviceCopy(source, dest, instr.shape.byte_size())]
+
+def scatter_copies(instr: HloInstruction, assignment: BufferAssignment) -> list[DeviceCopy] | None:
+    """The memcpy that puts a one-operand scatter's operand in its output buffer first (none when
+    they share it), or None when the parallel kernel cannot do this scatter."""
+    if instr.operand_count != 3 or instr.shape.is_tuple:
+        return None
+    operand = instr.operand(0)
+    if operand.shape.minor_to_major() != instr.shape.minor_to_major():
+        return None
+    source, dest = assignment.slice(operand), assignment.slice(instr)
+    return [] if source == dest else [DeviceCopy(source, dest, instr.shape.byte_size())]
