@@ -19,10 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.hlo.opcodes import TRANSCENDENTAL_OPCODES
 from xla_teach.hlo.shape import Shape
 
-TRANSCENDENTAL = {"exponential", "exponential-minus-one", "log", "log-plus-one", "tanh", "logistic", "power",
-                  "sqrt", "rsqrt", "cbrt", "sine", "cosine", "tan", "atan2", "erf"}
+TRANSCENDENTAL = TRANSCENDENTAL_OPCODES
 FREE = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "reshape", "broadcast", "transpose",
         "slice", "concatenate", "pad", "reverse", "copy", "iota", "dynamic-slice", "dynamic-update-slice",
         "gather", "scatter", "after-all", "opt-barrier", "convert"}

@@ -84,6 +84,10 @@ class OpInfo:
     side_effect: bool = False
     # Roughly "costs more than a few cycles per element": never duplicated by fusion.
     expensive: bool = False
+    traits: frozenset[str] = frozenset()  # see TRAITS below
+
+    def has(self, trait: str) -> bool:
+        return trait in self.traits
 
     def attr(self, name: str) -> Attr | None:
         for a in self.attrs:
@@ -277,10 +281,51 @@ def op_info(opcode: str) -> OpInfo:
         raise ValueError(f"unknown HLO opcode '{opcode}'{hint}") from None
 
 
+# ---- traits: what kind of thing an op is, declared once ---------------------------------------
+# Each trait below lists its opcodes; the table's rows carry them (``op_info("add").has("commutative")``)
+# and every set of opcodes the compiler tests against is derived from here (:func:`opcodes_with`),
+# so a new op joins a set in this one place, and tests/hlo/test_op_traits.py says which.
+TRAITS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "commutative": ("f(a, b) = f(b, a): CSE sorts their operands, reductions may swap them",
+                    ("add", "multiply", "maximum", "minimum", "and", "or", "xor")),
+    "associative": ("f(f(a, b), c) = f(a, f(b, c)): a reduction by it may be regrouped, as a tree",
+                    ("add", "multiply", "maximum", "minimum", "and", "or", "xor")),
+    "transcendental": ("counted as transcendentals by cost analysis (XLA's HloCostAnalysis)",
+                       ("exponential", "exponential-minus-one", "log", "log-plus-one", "tanh", "logistic", "power",
+                        "sqrt", "rsqrt", "cbrt", "sine", "cosine", "tan", "atan2", "erf")),
+    "names-buffer": ("computes nothing: its value is a buffer that already exists (no kernel, no thunk)",
+                     ("parameter", "constant", "tuple", "get-tuple-element", "bitcast", "opt-barrier", "after-all")),
+    "aliases-operand": ("its value is (a piece of) an operand's buffer: buffer assignment shares it",
+                        ("tuple", "get-tuple-element", "bitcast", "opt-barrier")),
+    "host-step": ("the runtime runs it on the host -- nested sequences, a callback -- not as a kernel",
+                  ("while", "conditional", "call", "custom-call")),
+    "cross-device": ("meets the other devices of a multi-device program (run on the host with them)",
+                     ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
+                      "collective-broadcast", "partition-id", "replica-id")),
+}
+for _trait, (_, _names) in TRAITS.items():
+    for _name in _names:
+        _row = OPCODES[_name]
+        OPCODES[_name] = OpInfo(_row.kind, _row.arity, _row.attrs, _row.side_effect, _row.expensive,
+                                _row.traits | {_trait})
+
+
+def opcodes_with(trait: str) -> frozenset[str]:
+    """Every opcode that has ``trait`` (one of :data:`TRAITS`)."""
+    if trait not in TRAITS:
+        raise ValueError(f"unknown op trait '{trait}' (traits: {', '.join(TRAITS)})")
+    return frozenset(name for name, info in OPCODES.items() if info.has(trait))
+
+
+COMMUTATIVE_OPCODES = opcodes_with("commutative")
+ASSOCIATIVE_OPCODES = opcodes_with("associative")
+TRANSCENDENTAL_OPCODES = opcodes_with("transcendental")
+BUFFER_NAMING_OPCODES = opcodes_with("names-buffer")
+ALIASING_OPCODES = opcodes_with("aliases-operand")
+HOST_STEP_OPCODES = opcodes_with("host-step")
 # Ops that meet the other devices of a multi-device program (a backend runs them on the host,
 # with the other devices, when the module's header asks for several).
-CROSS_DEVICE_OPCODES = frozenset({"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
-                                  "collective-broadcast", "partition-id", "replica-id"})
+CROSS_DEVICE_OPCODES = opcodes_with("cross-device")
 # An asynchronous collective's start -> the synchronous collective it splits in two.
 ASYNC_COLLECTIVES = {"all-reduce-start": "all-reduce", "all-gather-start": "all-gather",
                      "collective-permute-start": "collective-permute"}

@@ -11,11 +11,10 @@ from typing import Any
 import numpy as np
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction
+from xla_teach.hlo.opcodes import COMMUTATIVE_OPCODES  # noqa: F401 - CSE and the rules look for it here
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.shape_inference import infer_shape
 from xla_teach.hlo.types import PrimitiveType
-
-COMMUTATIVE_OPCODES = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
 
 
 def add_instruction(

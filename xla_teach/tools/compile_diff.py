@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from xla_teach.hlo.opcodes import BUFFER_NAMING_OPCODES
 from xla_teach.tools.fake_data import fake_arguments
 
 
@@ -45,8 +46,7 @@ class Side:
 
     @property
     def kernels(self) -> int:
-        quiet = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "opt-barrier", "after-all"}
-        return sum(1 for i in self.executable.module.entry.instructions if i.opcode not in quiet)
+        return sum(1 for i in self.executable.module.entry.instructions if i.opcode not in BUFFER_NAMING_OPCODES)
 
     @property
     def peak_bytes(self) -> int | None:

@@ -31,11 +31,11 @@ from xla_teach.backends.llvm.kernel_context import KernelContext
 from xla_teach.backends.llvm.kernel_support import hlo_comment, llvm_name
 from xla_teach.backends.llvm.kernels.rng import RNG_STATE_GLOBAL
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.hlo.opcodes import CROSS_DEVICE_OPCODES
+from xla_teach.hlo.opcodes import BUFFER_NAMING_OPCODES, CROSS_DEVICE_OPCODES, HOST_STEP_OPCODES
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, ModuleBufferAssignment
 
-NO_THUNK = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "opt-barrier", "after-all"}
-HOST_CONTROL = {"while", "conditional", "call", "custom-call"}
+NO_THUNK = BUFFER_NAMING_OPCODES
+HOST_CONTROL = HOST_STEP_OPCODES
 # Opcodes without a kernel: the pipeline's expanders rewrite them (xla_teach/passes/expanders/).
 EXPANDED_BY = {"rng": "rng-expander", "topk": "topk-decomposer"}
 

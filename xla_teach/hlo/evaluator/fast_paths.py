@@ -27,12 +27,13 @@ from xla_teach.hlo.evaluator.elementwise_other import compare_arrays, comparison
 from xla_teach.hlo.evaluator.elementwise_unary import UNARY_FUNCTIONS
 from xla_teach.hlo.evaluator.numeric import is_float
 from xla_teach.hlo.ir import HloComputation, HloInstruction
+from xla_teach.hlo.opcodes import opcodes_with
 
 # A whole-array version of a scalar computation: parameter arrays in, result arrays out.
 ArrayFn = Callable[[list[np.ndarray]], list[np.ndarray]]
 
 # Ops whose reductions may be regrouped (reduce's fast path folds pairwise, as a tree).
-ASSOCIATIVE_OPCODES = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
+ASSOCIATIVE_OPCODES = opcodes_with("associative")
 
 
 @dataclass(frozen=True)

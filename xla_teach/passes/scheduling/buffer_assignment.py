@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.hlo.opcodes import CROSS_DEVICE_OPCODES, is_elementwise
+from xla_teach.hlo.opcodes import ALIASING_OPCODES, CROSS_DEVICE_OPCODES, HOST_STEP_OPCODES, is_elementwise
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.fusion.row_fusion import ROW_FUSION_CONFIG, is_row_fusion
 from xla_teach.passes.scheduling.heap_simulator import BufferBlock, pack_blocks, peak_live_bytes
@@ -40,8 +40,8 @@ from xla_teach.passes.scheduling.output_aliasing import OutputAlias, decide_outp
 
 ALIGNMENT = 64
 ShapeIndex = tuple[int, ...]
-_ALIASING = {"tuple", "get-tuple-element", "bitcast", "opt-barrier"}
-_EXTERNAL = {"while", "conditional", "call", "custom-call"}
+_ALIASING = ALIASING_OPCODES
+_EXTERNAL = HOST_STEP_OPCODES
 
 
 @dataclass(eq=False)

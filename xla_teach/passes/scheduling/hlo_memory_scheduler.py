@@ -65,10 +65,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.hlo.opcodes import ALIASING_OPCODES
 from xla_teach.passes.pass_base import HloPass
 
 # Instructions whose result shares storage with an operand (no new bytes).
-ALIASING_OPS = {"tuple", "get-tuple-element", "bitcast", "opt-barrier"}
+ALIASING_OPS = ALIASING_OPCODES
 
 
 def defined_bytes(instr: HloInstruction) -> int:
