@@ -28,6 +28,7 @@ from xla_teach.backends.options import CompileOptions
 from xla_teach.backends.registry import DEFAULT_BACKEND, compiler_for
 from xla_teach.hlo.errors import MissingConstantsError
 from xla_teach.hlo.ir import HloModule
+from xla_teach.passes.spmd.spmd_partitioner import needs_partitioning
 
 
 def _debug_level(values: dict[str, Any]) -> int:
@@ -137,7 +138,12 @@ def _execute_on_devices(module: HloModule, args: list[Any], backend: str) -> lis
     if devices == "one":
         raise ValueError(f"{module.name} runs on {module.device_count()} devices; the interpreter simulates several "
                          f"devices and the CPU runs them as threads, but the {backend} backend runs one")
-    return run_on_devices(module, compile_module(module, backend) if devices == "threads" else None, args, backend)
+    if devices == "threads" or needs_partitioning(module):
+        # Compiling partitions a global program first (the pipeline's spmd-partitioning stage):
+        # the devices run the per-device module, which splits the global arguments.
+        executable = compile_module(module, backend)
+        return run_on_devices(executable.module, executable if devices == "threads" else None, args, backend)
+    return run_on_devices(module, None, args, backend)
 
 
 def run_on_devices(module: HloModule, executable: Any, args: list[Any], backend: str) -> list[np.ndarray]:

@@ -163,3 +163,41 @@ def test_shardys_shardings_read_as_xlas() -> None:
     reference = parse_sharding("{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}")
     assert rows.tile_dims == reference.tile_dims and rows.devices() == reference.devices()
     assert whole.is_replicated
+
+
+def _with_header(text: str, devices: int = 4) -> str:
+    """The module as ``--xla_dump_to`` writes it: ``num_partitions`` in the header (JAX's
+    ``lowered.as_text()``, which the test data holds, leaves it out)."""
+    first, rest = text.split("\n", 1)
+    return first.replace(", frontend_attributes", f", num_partitions={devices}, frontend_attributes", 1) + "\n" + rest
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+@pytest.mark.parametrize("name", AUTO_PROGRAMS)
+def test_jaxs_dumped_module_is_partitioned_for_its_devices_and_gives_xlas_results(name: str, backend: str) -> None:
+    """JAX's module before partitioning, with the num_partitions its dump writes: compiling it runs
+    the SPMD partitioner first (a recorded stage), the devices run the per-device program on their
+    pieces of the global arguments, and the results are XLA's."""
+    args, want, _ = _xla_data(name)
+    text = _with_header((DATA / f"{name}.before.txt").read_text())
+    got = execute(text, args, backend=backend)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_a_real_jax_dump_of_a_sharded_program_runs_and_records_its_partitioning() -> None:
+    """The file exactly as ``XLA_FLAGS=--xla_dump_to`` wrote it for a sharded jax.jit on 4 CPU
+    devices: it runs on global arrays and gives JAX's output; its compile records the
+    spmd-partitioning stage (changed), where XLA's own per-device module records it unchanged."""
+    from xla_teach.api import compile_module
+
+    data = np.load(DATA / "jax_dump" / "io.npz")
+    text = (DATA / "jax_dump" / "module_0000.jit__lambda.before_optimizations.txt").read_text()
+    assert "num_partitions=4" in text.split("\n", 1)[0]
+    for backend in ("interpreter", "cpu"):
+        (got,) = execute(text, [data["x"], data["w"]], backend=backend)
+        np.testing.assert_allclose(got, data["out"], rtol=1e-5, atol=1e-6)
+    records = {r.pipeline: r for r in compile_module(text, "cpu").recorder.records}
+    assert records["spmd-partitioning"].changed
+    per_device = compile_module((DATA / "data_parallel.txt").read_text(), "cpu").recorder.records
+    assert [r.changed for r in per_device if r.pipeline == "spmd-partitioning"] == [False]

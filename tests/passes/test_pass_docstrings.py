@@ -77,5 +77,7 @@ def test_docstring_example(name: str) -> None:
     assert before is not None and after is not None, (
         f"pass {name} ({PASSES[name].__module__}) has no 'Before::'/'After::' example in its module docstring; "
         "write one: a whole module, tiny, as XLA would print it")
-    module = check_pass(PASSES[name](), before, after)
+    # The partitioner's "after" is a per-device program: it computes the same on each device's piece,
+    # which tests/passes/test_spmd_partitioner.py checks over the devices; here, the text.
+    module = check_pass(PASSES[name](), before, after, semantics=name != "spmd-partitioning")
     assert module.is_scheduled == parse_hlo(after).is_scheduled

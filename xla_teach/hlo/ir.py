@@ -140,6 +140,10 @@ class HloInstruction:
         comp = self.parent
         if comp is not None and comp.root_instruction is self:
             comp.root_instruction = new
+            # A per-device program's ROOT says how its results are split (run_global reads it):
+            # what replaces the ROOT -- a fusion, a simplified value -- says it too.
+            if new.sharding is None and self.sharding is not None and new.shape == self.shape:
+                new.sharding = self.sharding
 
     def detach_operands(self) -> None:
         """Drop all operand links (used when an instruction is removed)."""

@@ -55,6 +55,7 @@ from xla_teach.passes.simplifiers.transpose_folding import TransposeFolding
 from xla_teach.passes.simplifiers.tuple_simplifier import TupleSimplifier
 from xla_teach.passes.simplifiers.while_loop_invariant_code_motion import WhileLoopInvariantCodeMotion
 from xla_teach.passes.simplifiers.while_loop_simplifier import WhileLoopSimplifier
+from xla_teach.passes.spmd.spmd_partitioner import SpmdPartitioner
 
 
 def simplification_passes() -> list[HloPass]:
@@ -72,6 +73,13 @@ def optimization(first: Sequence[HloPass] = ()) -> HloPassPipeline:
     return HloPassPipeline("optimization", [*first, CallInliner(), LayoutAssignment(),
                                             HloPassFix("simplification", simplification_passes()),
                                             WhileLoopTripCountAnnotator()])
+
+
+def spmd_partitioning() -> HloPassPipeline:
+    """The ``spmd-partitioning`` stage: a global program for several devices, as JAX writes it
+    before XLA partitions it, becomes the per-device program (a per-device module passes through
+    unchanged: :func:`~xla_teach.passes.spmd.spmd_partitioner.needs_partitioning`)."""
+    return HloPassPipeline("spmd-partitioning", [SpmdPartitioner(only_unpartitioned=True)])
 
 
 def fusion(config: FusionConfig | None = None) -> HloPassPipeline:

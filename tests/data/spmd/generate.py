@@ -6,6 +6,10 @@ module does not print the root's), and the module JAX writes before partitioning
 
     XLA_FLAGS=--xla_force_host_platform_device_count=4 .venv/bin/python tests/data/spmd/generate.py
 
+Also ``jax_dump/``: the module exactly as ``--xla_dump_to`` writes it for a sharded ``jax.jit``
+(``num_partitions=4`` and the Shardy mesh in its header, before XLA's SPMD partitioner), with its
+inputs and JAX's output in ``jax_dump/io.npz`` (:func:`write_jax_dump`).
+
 Device i of the files is partition i: the i-th device of the mesh, in the mesh's order.
 """
 
@@ -15,6 +19,30 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+
+def write_jax_dump(out_dir: Path) -> None:
+    """Compile a data-parallel program with ``--xla_dump_to`` and keep its before_optimizations file."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+
+    program = (
+        "import jax, jax.numpy as jnp, numpy as np\n"
+        "from jax.sharding import NamedSharding, PartitionSpec as P\n"
+        "mesh = jax.make_mesh((2, 2), ('x', 'y'))\n"
+        "f = jax.jit(lambda x, w: jnp.tanh(x @ w).sum(0), in_shardings=(NamedSharding(mesh, P(('x', 'y'))),"
+        " NamedSharding(mesh, P())))\n"
+        "x = np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32); w = np.ones((8, 4), np.float32)\n"
+        "np.savez(OUT + '/io.npz', x=x, w=w, out=np.asarray(f(x, w)))\n")
+    target = out_dir / "jax_dump"
+    target.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as dump:
+        env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count=4 --xla_dump_to={dump}"}
+        subprocess.run([sys.executable, "-c", f"OUT = {str(target)!r}\n" + program], env=env, check=True)
+        (found,) = Path(dump).glob("*jit__lambda.before_optimizations.txt")
+        shutil.copyfile(found, target / found.name)
 
 
 def main() -> int:
@@ -27,6 +55,7 @@ def main() -> int:
         print("run with XLA_FLAGS=--xla_force_host_platform_device_count=4")
         return 1
     out_dir = Path(__file__).parent
+    write_jax_dump(out_dir)
     from jax.sharding import AxisType
 
     explicit = jax.make_mesh((2, 2), ("x", "y"))

@@ -26,7 +26,7 @@ from xla_teach.passes.fusion.row_fusion import RowFusion
 from xla_teach.passes.lowering.reshape_to_bitcast import ReshapeToBitcast
 from xla_teach.passes.lowering.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.passes.pass_base import HloPassPipeline
-from xla_teach.passes.pipeline import fusion, optimization
+from xla_teach.passes.pipeline import fusion, optimization, spmd_partitioning
 from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler
 from xla_teach.passes.spmd.all_reduce_combiner import AllReduceCombiner
 
@@ -40,6 +40,7 @@ CPU_FUSION = FusionConfig(max_instructions=512)
 def cpu_pipeline() -> HloPassPipeline:
     """The CPU's HLO passes, in the order they run (``xla-teach opt --list-passes`` prints them)."""
     return HloPassPipeline("cpu-pipeline", [
+        spmd_partitioning(),      # several devices: JAX's global program becomes the per-device one
         optimization(expanders(keep_fusion=emittable_fusion,  # the rest of the top-k run the top-k kernel
                                decompose_topk=lambda topk: topk_parameters(topk) is None)),
         ChangeOpDataType(),       # f16/bf16 and mixed-type products computed in f32

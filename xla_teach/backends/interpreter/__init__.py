@@ -15,6 +15,8 @@ from xla_teach.hlo.evaluator import HloEvaluator
 from xla_teach.hlo.evaluator.arguments import check_arguments
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.verifier import verify_module
+from xla_teach.passes.pipeline import spmd_partitioning
+from xla_teach.passes.spmd.spmd_partitioner import needs_partitioning
 from xla_teach.runtime.executable import CompiledArtifacts, CompiledExecutable
 from xla_teach.runtime.thunks import Profiler
 
@@ -57,7 +59,10 @@ class InterpreterCompiler(CompilerBase):
         verify_module(module)
         if self.options.pipeline is not None:
             return super().run_hlo_passes(module)
-        return module.clone()
+        optimized = module.clone()
+        if needs_partitioning(optimized):  # the one pass it runs: JAX's global program made per-device
+            spmd_partitioning().run(optimized, self.options.pass_options, self.recorder)
+        return optimized
 
     def run_backend(self, optimized: HloModule) -> InterpreterExecutable:
         return InterpreterExecutable(optimized, self.options.flush_denormals)

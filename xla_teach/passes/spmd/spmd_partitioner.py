@@ -129,14 +129,17 @@ class SpmdPartitioner(HloPass):
 
     name = "spmd-partitioning"
 
-    def __init__(self, num_partitions: int | None = None) -> None:
+    def __init__(self, num_partitions: int | None = None, only_unpartitioned: bool = False) -> None:
         super().__init__()
         self.num_partitions = num_partitions
+        self.only_unpartitioned = only_unpartitioned  # in a pipeline: leave per-device modules alone
 
     def run(self, module: HloModule) -> bool:
         n = self.num_partitions or int(module.header_attributes.get("num_partitions", "1"))
         if n <= 1:
             return False
+        if self.only_unpartitioned and not needs_partitioning(module):
+            return False  # a per-device program already (XLA's after-SPMD module, jit's partitioned one)
         entry = module.entry
         new = _PerDeviceBuilder(module, entry, n, self.note).build()
         # The per-device ENTRY replaces the old one and takes over its instructions' names.
@@ -148,6 +151,7 @@ class SpmdPartitioner(HloPass):
                 module.uniquer.get_unique_name(instr.name)
         module.add_computation(new, is_entry=True)
         module.header_attributes["num_partitions"] = str(n)
+        _drop_shardy_mesh(module)  # as XLA's partitioned modules: the mesh was for the partitioner
         module.entry_computation_layout = None
         reachable: set[int] = set()
         stack = [new]
@@ -750,6 +754,45 @@ class _PerDeviceBuilder:
         return self.comp.add_instruction(new, instr.name)
 
 
+def _drop_shardy_mesh(module: HloModule) -> None:
+    """Remove ``xla.sdy.meshes={...}`` from the header's frontend attributes (the key too when it
+    was the only one)."""
+    text = str(module.header_attributes.get("frontend_attributes", ""))
+    start = text.find("xla.sdy.meshes={")
+    if start < 0:
+        return
+    depth, end = 0, len(text) - 1
+    for k in range(start + len("xla.sdy.meshes="), len(text)):
+        depth += {"{": 1, "}": -1}.get(text[k], 0)
+        if depth == 0:
+            end = k
+            break
+    rest = (text[:start] + text[end + 1:]).replace("{,", "{").replace(",}", "}").replace(",,", ",")
+    if rest.strip() in ("{}", ""):
+        module.header_attributes.pop("frontend_attributes", None)
+    else:
+        module.header_attributes["frontend_attributes"] = rest
+
+
+# What only a module *before* partitioning holds: the annotations JAX writes (GSPMD's ``Sharding``
+# custom call, Shardy's ``xla.sdy.*`` ones), which the partitioner consumes.
+UNPARTITIONED_MARKS = (*ANNOTATIONS, "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape",
+                       "SPMDFullToShardShape", "SPMDShardToFullShape")
+
+
+def needs_partitioning(module: HloModule) -> bool:
+    """Whether ``module`` is a global program for several devices that the SPMD partitioner has not
+    yet made per-device: what JAX writes before XLA's partitioner runs (``num_partitions`` in the
+    header, and its sharding annotations or Shardy mesh still in the module). XLA's own
+    after-partitioning modules hold neither, and run as they are."""
+    if int(module.header_attributes.get("num_partitions", "1")) <= 1:
+        return False
+    if "xla.sdy.meshes" in str(module.header_attributes.get("frontend_attributes", "")):
+        return True
+    return any(i.opcode == "custom-call" and i.attrs.get("custom_call_target") in UNPARTITIONED_MARKS
+               for c in module.computations for i in c.instructions)
+
+
 def partition(module: HloModule, num_partitions: int | None = None) -> HloModule:
     """A partitioned copy of ``module`` (the module itself is left as it is)."""
     copy = module.clone()
@@ -757,4 +800,4 @@ def partition(module: HloModule, num_partitions: int | None = None) -> HloModule
     return copy
 
 
-__all__ = ["SpmdPartitioner", "partition", "same_sharding"]
+__all__ = ["SpmdPartitioner", "needs_partitioning", "partition", "same_sharding"]
