@@ -156,3 +156,17 @@ def test_replay_runs_a_partitioned_module_on_simulated_devices(capsys) -> None: 
     assert "ran on 4 CPU devices" in printed and len(cpu_means) == 1  # the same on every device
     cpu, interpreter = (float(next(iter(m)).split()[-1]) for m in (cpu_means, means))
     assert cpu == pytest.approx(interpreter, rel=1e-5)  # the reductions before the all-reduce round differently
+
+
+def test_a_jax_dump_of_a_sharded_program_runs_partitioned_on_its_devices(capsys: pytest.CaptureFixture[str]) -> None:
+    """What ``--xla_dump_to`` wrote for a sharded jax.jit (before XLA's partitioner): run-hlo-module
+    partitions it, runs the devices on global fake arguments, and compares with the whole program
+    run on one device."""
+    from xla_teach.tools.cli import main
+
+    dump = Path(__file__).parents[1] / "data" / "spmd" / "jax_dump" / "module_0000.jit__lambda.before_optimizations.txt"
+    for platform in ("cpu", "interpreter"):
+        assert main(["run-hlo-module", str(dump), "--use_fake_data", f"--platform={platform}"]) == 0
+        out = capsys.readouterr().out
+        assert "after SPMD partitioning, on global arguments" in out and "on 4 " in out
+        assert "out0: float32[4] OK" in out

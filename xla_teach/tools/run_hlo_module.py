@@ -30,6 +30,7 @@ import numpy as np
 from xla_teach.backends.backend_info import backend_info
 from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.pass_base import HloPassPipeline
+from xla_teach.passes.spmd.spmd_partitioner import needs_partitioning
 from xla_teach.tools.fake_data import fake_arguments
 from xla_teach.tools.tool_support import (
     OutputComparison,
@@ -144,6 +145,8 @@ def run_on_devices(module: HloModule, devices: int, seed: int = 0, print_literal
     from xla_teach.hlo.evaluator.devices import run_devices, run_partitioned
 
     out = out or sys.stdout
+    if needs_partitioning(module):
+        return [_run_global_program(module, seed, print_literals, out, platform)]
     args = [fake_arguments(module, seed=seed + d) for d in range(devices)]
     if backend_info(platform).devices == "threads":
         from xla_teach.api import compile_module
@@ -161,3 +164,27 @@ def run_on_devices(module: HloModule, devices: int, seed: int = 0, print_literal
             for i, o in enumerate(outputs):
                 print(f"  out{i} = {format_literal(o)}", file=out)
     return results
+
+
+def _run_global_program(module: HloModule, seed: int, print_literals: bool, out: TextIO,
+                        platform: str) -> list[np.ndarray]:
+    """A global program for several devices, as JAX dumps it before partitioning: run on global
+    fake arguments, partitioned and on the devices (as XLA runs it), and compared with the same
+    program run whole on one device by the interpreter (the reference)."""
+    from xla_teach.api import execute
+    from xla_teach.hlo.evaluator import evaluate_module
+
+    args = fake_arguments(module, seed=seed)
+    got = execute(module, args, backend=platform)
+    whole = module.clone()
+    whole.header_attributes.pop("num_partitions", None)  # the same program, on one device
+    want = evaluate_module(whole, args)
+    where = "CPU devices (one thread each)" if platform == "cpu" else "simulated devices (interpreter)"
+    print(f"** {module.name} ran on {module.device_count()} {where} after SPMD partitioning, on global arguments; "
+          "compared with the whole program on one device (interpreter). **", file=out)
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        same = g.shape == w.shape and np.allclose(g, w, rtol=1e-5, atol=1e-6, equal_nan=True)
+        print(f"out{k}: {g.dtype}{list(g.shape)} {'OK' if same else 'DIFFERS from the one-device run'}", file=out)
+        if print_literals:
+            print(f"  out{k} = {format_literal(g)}", file=out)
+    return got
