@@ -353,3 +353,46 @@ def test_entry_computation_layout_may_choose_other_layouts() -> None:
 ENTRY e { p = f32[2,3] parameter(0) ROOT n = f32[2,3] negate(p) }""")
     verify_module(module)
     assert "entry_computation_layout={(f32[2,3]{0,1})->f32[2,3]{1,0}}" in module.to_text()
+
+
+@pytest.mark.parametrize("attrs, message", [
+    ("replica_groups={{0,1},{2}}", "does not cover devices 0..3"),
+    ("replica_groups={{0,1},{1,2,3}}", "does not cover devices 0..3"),
+    ("replica_groups={{0,1,2,3,4}}", "does not cover devices 0..3"),
+])
+def test_collectives_must_name_every_device_once(attrs: str, message: str) -> None:
+    """As XLA's verifier: in a module for 4 devices, replica groups cover devices 0..3 once each."""
+    text = f"""HloModule m, num_partitions=4
+
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}}
+
+ENTRY e {{
+  x = f32[8] parameter(0)
+  ROOT r = f32[8] all-reduce(x), {attrs}, to_apply=add
+}}
+"""
+    with pytest.raises(VerificationError, match=message):
+        verify_module(parse_hlo(text))
+    verify_module(parse_hlo(text.replace(attrs, "replica_groups={{0,1},{2,3}}")))  # the same, right
+
+
+@pytest.mark.parametrize("pairs, message", [
+    ("{{0,1},{0,2}}", "sends from device\\(s\\) \\[0\\] more than once"),
+    ("{{0,1},{2,1}}", "sends to device\\(s\\) \\[1\\] more than once"),
+    ("{{0,1},{3,4}}", "names device\\(s\\) \\[4\\]"),
+])
+def test_a_permute_sends_from_and_to_each_device_once_and_only_to_devices_that_exist(pairs: str, message: str) -> None:
+    text = f"""HloModule m, num_partitions=4
+
+ENTRY e {{
+  x = f32[8] parameter(0)
+  ROOT r = f32[8] collective-permute(x), source_target_pairs={pairs}
+}}
+"""
+    with pytest.raises(VerificationError, match=message):
+        verify_module(parse_hlo(text))
+    verify_module(parse_hlo(text.replace(pairs, "{{0,1},{1,2},{2,3},{3,0}}")))

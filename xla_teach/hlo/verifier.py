@@ -37,7 +37,7 @@ from xla_teach.hlo.errors import ShapeError, VerificationError, shape_text, shap
 from xla_teach.hlo.input_output_alias import shape_index_text
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.opcodes import AttrKind, op_info
-from xla_teach.hlo.replica_groups import replica_groups_syntax_ok
+from xla_teach.hlo.replica_groups import expand_replica_groups, replica_groups_syntax_ok
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.shape_inference import infer_shape
 
@@ -65,6 +65,36 @@ def module_problems(module: HloModule) -> list[str]:
     problems = _module_structure_problems(module)
     for comp in module.computations:
         problems += computation_problems(comp, check_names=False)
+    if module.device_count() > 1:  # the header says how many devices: collectives must name them right
+        for comp in module.computations:
+            for instr in comp.instructions:
+                problems += [f"%{comp.name}: {instr.opcode} %{instr.name}: {p}"
+                             for p in device_problems(instr, module.device_count())]
+    return problems
+
+
+def device_problems(instr: HloInstruction, devices: int) -> list[str]:
+    """What XLA's verifier rejects in a program for ``devices`` devices: replica groups that do not
+    cover the devices once each, and a collective-permute whose pairs send from, or to, one device
+    twice or name a device that does not exist."""
+    problems = []
+    groups = instr.attrs.get("replica_groups")
+    if isinstance(groups, str) and replica_groups_syntax_ok(groups) and groups.replace(" ", "") != "{}":
+        try:
+            expand_replica_groups(groups, devices)
+        except ValueError as err:
+            problems.append(str(err))
+    pairs = instr.attrs.get("source_target_pairs")
+    if isinstance(pairs, str) and _SOURCE_TARGET_PAIRS.fullmatch(pairs.replace(" ", "")):
+        found = [tuple(map(int, m)) for m in re.findall(r"\{(\d+),(\d+)\}", pairs)]
+        outside = sorted({d for pair in found for d in pair if d >= devices})
+        if outside:
+            problems.append(f"source_target_pairs={pairs} names device(s) {outside}, but the module runs on {devices}")
+        for side, k in (("sends from", 0), ("sends to", 1)):
+            ids = [pair[k] for pair in found]
+            twice = sorted({d for d in ids if ids.count(d) > 1})
+            if twice:
+                problems.append(f"source_target_pairs={pairs} {side} device(s) {twice} more than once")
     return problems
 
 
