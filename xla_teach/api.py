@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import os
 import sys
 import warnings
@@ -175,6 +176,8 @@ def _execute_over_mpi(module: HloModule, args: list[Any], backend: str, executab
     from xla_teach.runtime import distributed
 
     count, processes = module.device_count(), distributed.process_count()
+    shapes = ",".join(f"{np.asarray(a).dtype}{list(np.shape(a))}" for a in args)
+    distributed.agree("program", hashlib.sha256(f"{module.to_text()}|{shapes}|{backend}".encode()).hexdigest())
     if processes != count:
         raise distributed.DistributedError(f"{module.name} runs on {count} devices, but mpiexec started {processes} "
                                            "processes (one per device)")

@@ -6,7 +6,9 @@ MODE ``collectives``: every process runs its device of the module of every colle
 saves every device's results; ``global``: XLA's data-parallel module on the global arrays (each
 process passes them all, as with jax.jit), rank 0 saves the global outputs; ``train``: five
 data-parallel steps of an MLP (``jit`` with the batch split over the processes), rank 0 saves the
-losses; ``fail``: process 2 gets a wrong argument, and the run must stop instead of hanging.
+losses; ``fail``: process 2 gets a wrong argument, and the run must stop instead of hanging;
+``raise``: process 1 raises before any collective (a trace-time error), and every process must
+stop; ``mismatch``: process 3 passes global arrays of another shape, and every process must refuse.
 """
 
 from __future__ import annotations
@@ -66,7 +68,14 @@ def main(mode: str, backend: str, out: str) -> None:
         if rank == 0:
             np.savez(out, losses=np.array(losses))
         return
-    if mode == "global":
+    if mode == "raise" and rank == 1:
+        raise RuntimeError("process 1 fails before any collective")
+    if mode == "mismatch":
+        data = np.load(DATA / "data_parallel.npz")
+        x = data["global_arg0"] if rank != 3 else data["global_arg0"][:8]
+        execute((DATA / "data_parallel.txt").read_text(), [x, data["global_arg1"]], backend=backend)
+        return
+    if mode in ("global", "raise"):
         data = np.load(DATA / "data_parallel.npz")
         got = execute((DATA / "data_parallel.txt").read_text(), [data["global_arg0"], data["global_arg1"]],
                       backend=backend)

@@ -80,3 +80,26 @@ def test_missing_mpi_is_stated_plainly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runtime_distributed, "_state", {})
     with pytest.raises(distributed.DistributedError, match=r"MPI is not installed: pip install 'xla_teach\[mpi\]'"):
         distributed.initialize()
+
+
+
+def test_an_error_outside_any_collective_stops_every_process_at_once(tmp_path: Path) -> None:
+    """Process 1 raises before the others reach their collective: every process stops, in
+    seconds, with process 1's own error (the others would otherwise wait for it forever)."""
+    import time
+
+    start = time.monotonic()
+    run = _mpiexec("raise", "cpu", str(tmp_path / "out.npz"), timeout=120)
+    assert run.returncode != 0
+    assert "process 1 fails before any collective" in run.stderr
+    assert "process 1 failed: stopping all 4 processes" in run.stderr
+    assert time.monotonic() - start < 60
+    assert not (tmp_path / "out.npz").exists()
+
+
+def test_processes_that_run_different_programs_refuse_together(tmp_path: Path) -> None:
+    """One process passes arrays of another shape: every process refuses with one message naming
+    which processes differ, instead of meeting in mismatched collectives."""
+    run = _mpiexec("mismatch", "cpu", str(tmp_path / "out.npz"), timeout=120)
+    assert run.returncode != 0
+    assert "the processes are not running the same program: processes [0, 1, 2]; [3] differ" in run.stderr

@@ -66,6 +66,38 @@ def initialize() -> None:
     comm = _mpi().COMM_WORLD
     _state["comm"] = comm
     _state["device"] = DeviceContext(comm.Get_rank(), MpiRendezvous(comm))
+    _abort_on_uncaught_errors(comm)
+
+
+def _abort_on_uncaught_errors(comm: Any) -> None:
+    """An exception that ends this process -- anywhere in the user's program, not only inside a
+    collective -- stops every process with ``MPI_Abort`` after printing it: the others would
+    otherwise wait for this one in their next collective forever."""
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], error: BaseException, tb: Any) -> None:
+        previous(kind, error, tb)
+        sys.stderr.write(f"[xla_teach] process {comm.Get_rank()} failed: stopping all {comm.Get_size()} processes\n")
+        sys.stderr.flush()
+        comm.Abort(1)
+
+    sys.excepthook = hook
+
+
+def agree(what: str, fingerprint: str) -> None:
+    """Check that every process is about to run the same thing (``fingerprint``: a module's text
+    and its arguments' shapes); if not, every process raises the same clear error naming which
+    processes differ, instead of meeting in mismatched collectives."""
+    if not _state or process_count() <= 1:
+        return
+    everyone = list(_state["comm"].allgather(fingerprint))
+    if len(set(everyone)) > 1:
+        groups: dict[str, list[int]] = {}
+        for rank, value in enumerate(everyone):
+            groups.setdefault(value, []).append(rank)
+        raise DistributedError(f"the processes are not running the same {what}: processes "
+                               + "; ".join(f"{ranks}" for ranks in groups.values())
+                               + " differ (the same program, mesh and argument shapes on every process)")
 
 
 def is_initialized() -> bool:
