@@ -121,3 +121,28 @@ def test_data_parallel_training_moves_only_gradients(mesh: Mesh) -> None:
     SpmdPartitioner().run(module)
     ops = [i.opcode for i in module.instructions()]
     assert ops.count("all-reduce") in (2, 3) and "all-gather" not in ops and "dynamic-slice" not in ops
+
+
+def test_in_shardings_may_be_a_pytree_prefix_of_the_arguments(mesh: Mesh) -> None:
+    """As JAX: one sharding per argument, or a tree shaped like the argument (a dict of parameters
+    with a sharding or None per entry); each leaf's parameter gets its sharding; the results are
+    the one-device ones; a tree that does not fit the argument is a clear error."""
+    rows, whole = NamedSharding(mesh, P(("x", "y"))), NamedSharding(mesh, P())
+
+    def f(params, x):  # type: ignore[no-untyped-def]
+        return xnp.sum(xnp.tanh(x @ params["w"] + params["b"]))
+
+    params = {"w": np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2), "b": np.ones(2, np.float32)}
+    x = np.arange(24, dtype=np.float32).reshape(8, 3) / 24
+    want = np.sum(np.tanh(x @ params["w"] + params["b"]))
+    with flags.override(xla_force_host_platform_device_count=4):
+        for shardings in (({"w": whole, "b": None}, rows), (whole, rows), ({"b": whole, "w": whole}, rows)):
+            jitted = xla_teach.jit(f, in_shardings=shardings)
+            np.testing.assert_allclose(jitted(params, x), want, rtol=1e-5)
+        module = xla_teach.jit(f, in_shardings=({"w": whole, "b": None}, rows)).lower(params, x).module
+        shardings = {p.name: p.sharding for p in module.entry.parameter_instructions}
+        assert sum(s is None for s in shardings.values()) == 1 and module.device_count() == 4
+        with pytest.raises(ValueError, match=r"in_shardings\[0\] has the keys \['w'\], the argument \['b', 'w'\]"):
+            xla_teach.jit(f, in_shardings=({"w": whole}, rows))(params, x)
+        with pytest.raises(ValueError, match=r"in_shardings\[1\] is a dict, but the argument is \*"):
+            xla_teach.jit(f, in_shardings=(whole, {"a": rows}))(params, x)

@@ -102,6 +102,32 @@ def _aval_of(leaf: Any, where: str) -> ShapedArray:
                      "arrays), or mark the argument static with static_argnums/static_argnames")
 
 
+def sharding_per_leaf(prefix: Any, tree: PyTreeDef, where: str) -> list[Any]:
+    """One sharding (or None) per leaf of ``tree`` from ``prefix``, as JAX reads ``in_shardings``:
+    a sharding (or None) stands for every leaf below it; a dict, list or tuple goes down the
+    argument's own structure (a *prefix* of it: ``{"w": rows, "b": None}`` for a dict of
+    parameters, a sharding for a whole sub-tree)."""
+    if prefix is None or hasattr(prefix, "hlo_sharding"):
+        return [prefix] * tree.num_leaves
+    if tree.kind == "dict" and isinstance(prefix, dict):
+        keys = list(tree.data)  # type: ignore[call-overload]
+        if sorted(map(str, prefix)) != sorted(map(str, keys)):
+            raise ValueError(f"jit: {where} has the keys {sorted(map(str, prefix))}, the argument "
+                             f"{sorted(map(str, keys))}")
+        parts, names = [prefix[k] for k in keys], [f"{where}[{k!r}]" for k in keys]
+    elif tree.kind in ("tuple", "list", "namedtuple") and isinstance(prefix, (list, tuple)):
+        if len(prefix) != len(tree.children):
+            raise ValueError(f"jit: {where} has {len(prefix)} entries for an argument of {len(tree.children)}")
+        parts, names = list(prefix), [f"{where}[{k}]" for k in range(len(prefix))]
+    else:
+        raise ValueError(f"jit: {where} is a {type(prefix).__name__}, but the argument is {tree}: give a "
+                         "NamedSharding for all of it, or a tree of them shaped like it")
+    found: list[Any] = []
+    for part, child, name in zip(parts, tree.children, names, strict=True):
+        found += sharding_per_leaf(part, child, name)
+    return found
+
+
 class JitFunction:
     """The object ``jit(fn)`` returns. Call it like ``fn``."""
 
@@ -239,12 +265,12 @@ class JitFunction:
         """Write ``in_shardings``/``out_shardings`` (one NamedSharding for all, or one per positional
         argument / per output) onto the parameters and the ROOT, and ``num_partitions`` into the header."""
         args_tree = in_tree.children[0]
+        given = self.in_shardings
+        if not isinstance(given, (list, tuple)):  # one sharding (or None) for every argument
+            given = [given] * len(args_tree.children)
         per_leaf: list[Any] = []
         for pos, child in enumerate(args_tree.children):
-            given = self.in_shardings
-            if isinstance(given, (list, tuple)):
-                given = given[pos] if pos < len(given) else None
-            per_leaf += [given] * child.num_leaves
+            per_leaf += sharding_per_leaf(given[pos] if pos < len(given) else None, child, f"in_shardings[{pos}]")
         meshes = set()
         for number, leaf in enumerate(dyn_index):
             named = per_leaf[leaf] if leaf < len(per_leaf) else None
