@@ -24,7 +24,6 @@ holds a piece of it. Where no strong key is shared, ``(op_name, source line)`` a
 from __future__ import annotations
 
 import html
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from typing import Any
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.tools.compile_diff import CompileDiff, Side, compile_diff
 from xla_teach.tools.explorer.model import build_data
-from xla_teach.tools.explorer.page import static_text
+from xla_teach.tools.explorer.page import offline_page
 from xla_teach.tools.explorer.structural_diff import fusion_owners
 
 MAX_COUNTERPARTS = 32  # a fusion maps to each unfused instruction it holds
@@ -177,19 +176,7 @@ def compare_json(diff: CompileDiff, runs: int) -> dict[str, Any]:
             "text": diff.to_text()}
 
 
-_TEMPLATE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title} - xla_teach compile diff</title>
-<style>
-{css}
-{compare_css}
-</style>
-</head>
-<body class="compare">
-<header>
+_BODY = """<header>
   <h1>{title}</h1><span class="backend">compare</span>
   <span class="spacer"></span>
   <input id="search" type="search" placeholder="Search both sides ( / )" autocomplete="off">
@@ -201,30 +188,15 @@ _TEMPLATE = """<!DOCTYPE html>
     <section class="side pane" id="side-a"></section><section class="side pane" id="side-b"></section>
   </main>
   <aside id="details"></aside>
-</div>
-<script type="application/json" id="data">{data}</script>
-<script>
-{dagre}
-</script>
-<script>
-{graph_js}
-</script>
-<script>
-{js}
-</script>
-</body>
-</html>
-"""
+</div>"""
 
 
 def compare_html(diff: CompileDiff, runs: int = 5, title: str | None = None) -> str:
     """The compare page of two compiles as one offline HTML file."""
-    data = compare_json(diff, runs)
-    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
-    return _TEMPLATE.format(title=html.escape(title or f"{diff.a.label} vs {diff.b.label}"),
-                            css=static_text("explorer.css"), compare_css=static_text("compare.css"),
-                            dagre=static_text("vendor/dagre.min.js"), graph_js=static_text("module_graph.js"),
-                            js=static_text("compare.js"), data=payload)
+    text = html.escape(title or f"{diff.a.label} vs {diff.b.label}")
+    return offline_page(text, "compile diff", _BODY.format(title=text), compare_json(diff, runs),
+                        ["explorer.css", "compare.css"], ["vendor/dagre.min.js", "module_graph.js", "compare.js"],
+                        body_class="compare")
 
 
 def write_compare(a: Any, b: Any, path: str | Path, labels: tuple[str, str] = ("A", "B"), runs: int = 5,

@@ -6,7 +6,8 @@ e-mail attachment or a bug report. Its parts: ``static/explorer.css``; the scrip
 module grouped by op_name scope), ``static/timeline_chart.js`` (the profile's zoomable timeline)
 and ``static/explorer.js`` (everything else); and the JSON of
 :class:`~xla_teach.tools.explorer.model.ExplorerData` in a ``<script type="application/json">``
-element (``</`` escaped so that no string ends it).
+element (``</`` escaped so that no string ends it). :func:`offline_page` is that shell, which the
+compare page of two compiles (:mod:`.compare`) fills with its own body and scripts.
 """
 
 from __future__ import annotations
@@ -14,21 +15,29 @@ from __future__ import annotations
 import html
 import json
 from importlib import resources
+from typing import Any
 
 from xla_teach.tools.explorer.model import ExplorerData
 
-_TEMPLATE = """<!DOCTYPE html>
+_SHELL = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title} - xla_teach compile explorer</title>
+<title>{title} - xla_teach {kind}</title>
 <style>
 {css}
 </style>
 </head>
-<body>
-<header>
+<body{body_class}>
+{body}
+<script type="application/json" id="data">{data}</script>
+{scripts}
+</body>
+</html>
+"""
+
+_EXPLORER_BODY = """<header>
   <h1>{title}</h1><span class="backend">{backend}</span>
   <span class="spacer"></span>
   <input id="search" type="search" placeholder="Search name, opcode or op_name  ( / )" autocomplete="off">
@@ -46,23 +55,18 @@ _TEMPLATE = """<!DOCTYPE html>
   </nav>
   <main id="graph" class="pane"></main>
   <aside id="details"></aside>
-</div>
-<script type="application/json" id="data">{data}</script>
-<script>
-{dagre}
-</script>
-<script>
-{graph_js}
-</script>
-<script>
-{timeline_js}
-</script>
-<script>
-{js}
-</script>
-</body>
-</html>
-"""
+</div>"""
+
+
+def offline_page(title: str, kind: str, body: str, data: Any, styles: list[str], scripts: list[str],
+                 body_class: str = "") -> str:
+    """One self-contained HTML page: ``styles`` and ``scripts`` (files of ``static/``) inlined,
+    ``data`` as JSON in ``<script id="data">`` (``</`` escaped so that no string ends it)."""
+    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    return _SHELL.format(title=title, kind=kind, body=body, data=payload,
+                         css="\n".join(static_text(name) for name in styles),
+                         scripts="\n".join(f"<script>\n{static_text(name)}\n</script>" for name in scripts),
+                         body_class=f' class="{body_class}"' if body_class else "")
 
 
 def static_text(name: str) -> str:
@@ -71,8 +75,7 @@ def static_text(name: str) -> str:
 
 
 def explorer_page(data: ExplorerData) -> str:
-    payload = json.dumps(data.as_json(), separators=(",", ":")).replace("</", "<\\/")
-    return _TEMPLATE.format(title=html.escape(data.title), backend=html.escape(data.backend or "?"),
-                            css=static_text("explorer.css"), dagre=static_text("vendor/dagre.min.js"),
-                            graph_js=static_text("module_graph.js"),
-                            timeline_js=static_text("timeline_chart.js"), js=static_text("explorer.js"), data=payload)
+    title = html.escape(data.title)
+    body = _EXPLORER_BODY.format(title=title, backend=html.escape(data.backend or "?"))
+    return offline_page(title, "compile explorer", body, data.as_json(), ["explorer.css"],
+                        ["vendor/dagre.min.js", "module_graph.js", "timeline_chart.js", "explorer.js"])
