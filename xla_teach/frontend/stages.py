@@ -125,8 +125,8 @@ class Compiled:
 
     def cost_analysis(self) -> dict[str, float]:
         """XLA's HloCostAnalysis summary of the optimized module: ``flops``,
-        ``transcendentals`` and ``bytes accessed`` (see :mod:`xla_teach.frontend.cost`)."""
-        from xla_teach.frontend.cost import cost_analysis
+        ``transcendentals`` and ``bytes accessed`` (see :mod:`xla_teach.hlo.analysis.cost`)."""
+        from xla_teach.hlo.analysis.cost import cost_analysis
 
         return cost_analysis(self.executable.artifacts.optimized_module)
 
