@@ -240,3 +240,16 @@ def test_architecture_folder_map_lists_every_top_level_folder() -> None:
     expected = {*packages, "tests/", "scripts/", "examples/", "benchmarks/", "notebooks/", "docs/"}
     missing = sorted(d for d in expected if not any(path.startswith(d) for path in listed))  # or its subfolders
     assert not missing, f"the folder map in docs/architecture.md misses {missing}"
+
+
+def test_the_architecture_page_draws_the_house_from_the_code(site: Path) -> None:
+    """Every floor of xla_teach/tools/house.py is a box, and every arrow carries the number of
+    imports counted in the code now."""
+    from xla_teach.tools.house import FLOOR_NAMES, floor_edges
+
+    page = (site / "architecture" / "index.html").read_text()
+    assert "flowchart TB" in page and "<!-- the house, generated -->" not in page
+    for number, name in FLOOR_NAMES.items():
+        assert f"{number}: {name}" in page.replace("&amp;", "&")
+    for (source, target), count in floor_edges().items():
+        assert f"F{source} --&gt;|{count}| F{target}" in page or f"F{source} -->|{count}| F{target}" in page

@@ -70,46 +70,12 @@ def test_no_import_cycles_between_modules() -> None:
     assert cycles == [], cycles[:5]
 
 
-# The house, floor by floor: a module may import (at module level or inside a function) only from
-# its own floor or below. The front end sits above the tools because it offers them to the user
-# (``Compiled.explore``); the tools sit above the driver, which they call; the driver tells the
-# tools what happens through ``backends/compile_listeners.py`` and never imports them.
-FLOORS = (
-    ("xla_teach.flags", 0), ("xla_teach.hlo", 0),
-    ("xla_teach.passes", 1),
-    ("xla_teach.runtime", 2), ("xla_teach.distributed", 2),  # the public name of runtime/distributed.py
-    ("xla_teach.backends.backend_info", 3),
-    ("xla_teach.backends.llvm", 3), ("xla_teach.backends.options", 3), ("xla_teach.backends.compile_listeners", 3),
-    ("xla_teach.backends", 4), ("xla_teach.backends.registry", 5),
-    ("xla_teach.api", 6),
-    ("xla_teach.tools", 7),
-    ("xla_teach.frontend", 8), ("xla_teach.numpy", 8), ("xla_teach.nn", 8), ("xla_teach.lax", 8),
-    ("xla_teach.sharding", 8),
-    ("xla_teach.graph", 9), ("xla_teach.aot", 9),
-    ("xla_teach.exercises", 10), ("xla_teach.demo", 10),
-    ("xla_teach.tools.cli", 11), ("xla_teach.tools.cli_extra", 11),  # the command line, over everything
-    ("xla_teach", 12),
-)
-
-
-def _floor(module: str) -> int:
-    best = max((prefix for prefix, _ in FLOORS if module == prefix or module.startswith(prefix + ".")), key=len)
-    return dict(FLOORS)[best]
-
-
 def test_no_import_runs_back_up_the_house() -> None:
-    """Counting the imports inside functions too: none reaches a floor above its module's."""
-    upward = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
-        if name == "xla_teach":
-            continue
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            targets = []
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("xla_teach"):
-                targets = [f"xla_teach.{a.name}" for a in node.names] if node.module == "xla_teach" else [node.module]
-            elif isinstance(node, ast.Import):
-                targets = [a.name for a in node.names if a.name.startswith("xla_teach")]
-            upward += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno} imports {t}" for t in targets
-                       if _floor(t) > _floor(name)]
+    """Counting the imports inside functions too: none reaches a floor above its module's (the
+    floors: ``xla_teach/tools/house.py``; the front end sits above the tools because it offers
+    them to the user, ``Compiled.explore``; the driver tells the tools what happens through
+    ``backends/compile_listeners.py`` and never imports them)."""
+    from xla_teach.tools.house import upward_imports
+
+    upward = upward_imports()
     assert upward == [], "\n".join(upward)

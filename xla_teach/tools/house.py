@@ -1,0 +1,91 @@
+"""The package drawn as a house: its floors, and the imports between them, read from the code.
+
+A module may import only from its own floor or below (``tests/test_layers.py`` checks every
+import, inside functions too); ``docs/hooks/architecture_picture.py`` draws the floors and how many
+imports run from each to the ones below it, at every docs build, for docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1]
+
+# (module prefix, floor): the longest prefix that matches a module gives its floor.
+FLOORS: tuple[tuple[str, int], ...] = (
+    ("xla_teach.flags", 0), ("xla_teach.hlo", 0),
+    ("xla_teach.passes", 1),
+    ("xla_teach.runtime", 2), ("xla_teach.distributed", 2),  # the public name of runtime/distributed.py
+    ("xla_teach.backends.llvm", 3), ("xla_teach.backends.options", 3), ("xla_teach.backends.compile_listeners", 3),
+    ("xla_teach.backends.backend_info", 3),
+    ("xla_teach.backends", 4), ("xla_teach.backends.registry", 5),
+    ("xla_teach.api", 6),
+    ("xla_teach.tools", 7),
+    ("xla_teach.frontend", 8), ("xla_teach.numpy", 8), ("xla_teach.nn", 8), ("xla_teach.lax", 8),
+    ("xla_teach.sharding", 8),
+    ("xla_teach.graph", 9), ("xla_teach.aot", 9),
+    ("xla_teach.exercises", 10), ("xla_teach.demo", 10),
+    ("xla_teach.tools.cli", 11), ("xla_teach.tools.cli_extra", 11),  # the command line, over everything
+    ("xla_teach", 12),
+)
+FLOOR_NAMES = {0: "IR, flags", 1: "passes", 2: "runtime", 3: "shared LLVM, options, listeners",
+               4: "backends", 5: "backend registry", 6: "driver (api)", 7: "tools", 8: "front end",
+               9: "graph runner, AOT", 10: "exercises, demo", 11: "command line", 12: "package"}
+
+
+def floor(module: str) -> int:
+    best = max((prefix for prefix, _ in FLOORS if module == prefix or module.startswith(prefix + ".")), key=len)
+    return dict(FLOORS)[best]
+
+
+def module_name(path: Path) -> str:
+    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """Every xla_teach module ``path`` imports, at module level or inside a function: (line, module)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("xla_teach"):
+            found += [(node.lineno, f"xla_teach.{a.name}") for a in node.names] if node.module == "xla_teach" \
+                else [(node.lineno, node.module)]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("xla_teach")]
+    return found
+
+
+def upward_imports() -> list[str]:
+    """``file:line imports module`` for every import that reaches a floor above its module's."""
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        if name == "xla_teach":
+            continue
+        upward += [f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}" for line, target in imports(path)
+                   if floor(target) > floor(name)]
+    return upward
+
+
+def floor_edges() -> Counter[tuple[int, int]]:
+    """How many imports run from each floor to each floor below it."""
+    edges: Counter[tuple[int, int]] = Counter()
+    for path in PACKAGE.rglob("*.py"):
+        source = floor(module_name(path))
+        for _, target in imports(path):
+            if floor(target) < source:
+                edges[(source, floor(target))] += 1
+    return edges
+
+
+def mermaid() -> str:
+    """The house as a mermaid flowchart: one box per floor, top to bottom, each arrow labelled with
+    the number of imports that run down it."""
+    lines = ["flowchart TB"]
+    for number in sorted(FLOOR_NAMES, reverse=True):
+        members = sorted({p.removeprefix("xla_teach.") or "xla_teach" for p, f in FLOORS if f == number})
+        lines.append(f'    F{number}["{number}: {FLOOR_NAMES[number]}<br/><small>{", ".join(members)}</small>"]')
+    for (source, target), count in sorted(floor_edges().items(), reverse=True):
+        lines.append(f"    F{source} -->|{count}| F{target}")
+    return "\n".join(lines)
