@@ -78,6 +78,7 @@ def _run_explore(a: argparse.Namespace) -> int:
         modules = sorted(path.glob("*module_*.before_optimizations.txt"))
         if not modules:
             raise ToolError(f"{path} holds no *.before_optimizations.txt: not a dump folder (--xla_dump_to)")
+        _write_xla_pass_explorers(path)
         for source in modules:
             target = source.with_name(source.name.replace("before_optimizations.txt", "explorer.html"))
             if target.exists():
@@ -95,6 +96,21 @@ def _run_explore(a: argparse.Namespace) -> int:
                              compile=compile_module)
     print(f"open {written}")
     return 0
+
+
+def _write_xla_pass_explorers(folder: Path) -> None:
+    """For every module whose passes XLA dumped one by one (``--xla_dump_hlo_pass_re=.*``), a page
+    stepping through XLA's own passes: ``<module>.xla.explorer.html``."""
+    from xla_teach.tools.explorer.page import explorer_page
+    from xla_teach.tools.explorer.xla_dump import modules_with_pass_dumps, xla_dump_data
+
+    for prefix in modules_with_pass_dumps(folder):
+        target = folder / f"{prefix}.xla.explorer.html"
+        if target.exists():
+            print(f"kept {target} (exists)")
+            continue
+        target.write_text(explorer_page(xla_dump_data(folder, prefix)), encoding="utf-8")
+        print(f"wrote {target} (XLA's own passes)")
 
 
 def _configure_diff(p: argparse.ArgumentParser) -> None:

@@ -96,7 +96,7 @@ def split_label(sharding: HloSharding) -> str:
     return label + (f", x{copies} copies" if copies > 1 else "")
 
 
-def _instruction_table(module: HloModule, executable: Any,
+def instruction_table(module: HloModule, executable: Any,
                        code: dict[str, list[list[str]]]) -> dict[str, dict[str, Any]]:
     assignment = executable.buffer_assignment
     owners = fusion_owners(module)
@@ -406,18 +406,31 @@ def build_data(executable: Any, title: str | None = None, graphs: bool = True,
     data.module_text = "" if light else module.to_text()
     symbols = [s for comp in module.computations for i in comp.instructions for s in kernel_symbols(i.name)]
     code = {} if light else kernel_code(executable.artifacts, symbols)
-    data.instructions = _instruction_table(module, executable, code)
+    data.instructions = instruction_table(module, executable, code)
     data.code = pack(code)
     data.sources = _sources(data.instructions)
     data.memory = _memory(executable)
     if profile_runs > 0:
         data.profile = _profile(executable, profile_runs, None if light else compile)
     data.entry = module.entry.name
+    add_colours(data)
+    recorder = executable.recorder
+    add_passes(data, recorder.records if recorder is not None else [], graphs, diffs=not light)
+    return data
+
+
+def add_colours(data: ExplorerData) -> None:
+    """The colour of each category of op (XLA's), the legend, and each opcode's category."""
     data.palette = {c: [style.COLORS[n].fill, style.COLORS[n].stroke, style.COLORS[n].font]
                     for c, n in style.CATEGORY_COLORS.items()}
     data.legend = [[label, c.fill, c.stroke, c.font] for label, c in style.legend_entries()]
     data.categories = {op: style.category(HloInstruction(op, Shape.scalar("f32"))) for op in OPCODES}
-    recorder = executable.recorder
+
+
+def add_passes(data: ExplorerData, records: list[PassRecord], graphs: bool = True, diffs: bool = True) -> None:
+    """The pass list of the page: one entry per record, and for each that changed the module its
+    structural diff and (``graphs``) its before/after pictures; then the names fusion absorbed.
+    Works on any records: xla_teach's own, or those read from XLA's per-pass dump files."""
     parsed: dict[str, HloModule] = {}  # one pass's "after" is the next one's "before": parse each text once
 
     def parse(text: str) -> HloModule:
@@ -427,18 +440,17 @@ def build_data(executable: Any, title: str | None = None, graphs: bool = True,
             parsed[text] = parse_hlo(text)
         return parsed[text]
 
-    diffs = []
-    for record in (recorder.records if recorder is not None else []):
+    found = []
+    for record in records:
         entry = _pass_entry(record)
-        if record.changed and not record.skipped and not light:
+        if record.changed and not record.skipped and diffs:
             before, after = parse(record.before), parse(record.after)
             diff = structural_diff(before, after)
-            diffs.append(diff)
+            found.append(diff)
             entry["diff"] = diff.as_json()
             if graphs:
                 entry["sides"] = pass_sides(before, after, diff)
                 entry["order"] = order_change(before, after)
         data.passes.append(entry)
-    data.renamed = final_names(diffs, set(data.instructions))
+    data.renamed = final_names(found, set(data.instructions))
     data.rule_code = _rule_code(data.passes)
-    return data

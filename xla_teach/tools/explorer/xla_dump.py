@@ -1,0 +1,116 @@
+"""XLA's own passes, from its dump, in the explorer: what XLA did to a program, pass by pass.
+
+``XLA_FLAGS="--xla_dump_to=DIR --xla_dump_hlo_pass_re=.*"`` makes XLA write the module after every
+pass that changed it, numbered in the order they ran::
+
+    module_0000.jit_f.0005.simplification.after_pipeline-start.before_algsimp.txt
+    module_0000.jit_f.0014.HLO_passes_after_layout_assignment.after_fusion.before_fusion-wrapper.txt
+    module_0000.jit_f.0016.copy-insertion.after_adding_copies_to_resolve_interference.txt
+
+(number, pipeline, the pass it comes after, the pass that runs next). Read in order from
+``before_optimizations.txt``, each file is one step: the pass named after ``after_`` turned the
+module before it into this one (``after_pipeline-start`` is the module as a pipeline starts). The
+steps become the explorer's pass records -- the same structural diffs, before/after pictures and
+graph as for xla_teach's own compiles -- and XLA's ``*_after_optimizations.txt`` is the module
+drawn; each fusion's kernel shows the LLVM IR XLA dumped for it (``*.ir-no-opt.ll``,
+``*.ir-with-opt.ll``). A file that cannot be read is named on the page, never a crash.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from xla_teach.hlo.parser import parse_hlo
+from xla_teach.passes.pass_base import PassRecord
+from xla_teach.tools.explorer.kernel_code import pack
+from xla_teach.tools.explorer.model import ExplorerData, add_colours, add_passes, instruction_table
+
+STEP = re.compile(r"\.(?P<n>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<after>[^.]+)(?:\.before_(?P<next>[^.]+))?\.txt$")
+
+
+@dataclass
+class _NoBuffers:
+    """What the instruction table asks of an executable: XLA's buffers are in its own report."""
+
+    buffer_assignment: None = None
+
+
+def modules_with_pass_dumps(folder: Path) -> list[str]:
+    """The prefixes (``module_0000.jit_f``) of the modules whose passes XLA dumped one by one."""
+    found = set()
+    for path in folder.glob("module_*.txt"):
+        match = STEP.search(path.name)
+        if match:
+            found.add(path.name[: match.start()])
+    return sorted(found)
+
+
+def _counts(text: str) -> tuple[int, int]:
+    instructions = len(re.findall(r"^\s+(?:ROOT\s+)?%?[\w.\-]+ = ", text, re.MULTILINE))
+    return instructions, len(re.findall(r" fusion\(", text))
+
+
+def xla_pass_records(folder: Path, prefix: str) -> tuple[list[PassRecord], list[str]]:
+    """XLA's passes of one module as pass records, in the order XLA ran them, and the files that
+    could not be read."""
+    steps = sorted((int(m["n"]), p, m) for p in folder.glob(f"{prefix}.*.txt") if (m := STEP.search(p.name))
+                   and p.name[: m.start()] == prefix)
+    first = folder / f"{prefix}.before_optimizations.txt"
+    state = first.read_text() if first.is_file() else ""
+    records, problems = [], []
+    for _, path, match in steps:
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as err:
+            problems.append(f"{path.name}: {err}")
+            continue
+        name = match["after"]
+        if name == "pipeline-start" and text == state:
+            continue  # the module as a pipeline starts: nothing new
+        before, after = _counts(state), _counts(text)
+        note = f"XLA's dump {path.name}" + (f"; the next pass: {match['next']}" if match["next"] else "")
+        pass_name = name if name != "pipeline-start" else "(between pipelines)"
+        records.append(PassRecord(len(records), match["pipeline"], pass_name, text != state, state, text,
+                                  before[0], after[0], before[1], after[1], 0.0, notes=[note]))
+        state = text
+    return records, problems
+
+
+def _kernel_ir(folder: Path, prefix: str) -> dict[str, list[list[str]]]:
+    """Each kernel's LLVM IR as XLA dumped it, by the fusion it computes."""
+    code: dict[str, list[list[str]]] = {}
+    for path in sorted(folder.glob(f"{prefix}.*_kernel_module.ir-*.ll")):
+        kernel = path.name[len(prefix) + 1:].split("_kernel_module.")[0]
+        title = "LLVM IR, optimized (XLA)" if "with-opt" in path.name else "LLVM IR (XLA)"
+        code.setdefault(kernel, []).append([title, path.read_text(errors="replace")])
+    for versions in code.values():
+        versions.sort(key=lambda v: v[0] != "LLVM IR (XLA)")
+    return code
+
+
+def xla_dump_data(folder: str | Path, prefix: str, graphs: bool = True) -> ExplorerData:
+    """The explorer's data for one module of an XLA dump folder: XLA's passes stepped, XLA's
+    optimized module drawn, XLA's kernels' IR in the panels."""
+    folder = Path(folder)
+    records, problems = xla_pass_records(folder, prefix)
+    optimized = sorted(folder.glob(f"{prefix}.*after_optimizations.txt"))
+    final = optimized[0] if optimized else None
+    data = ExplorerData(f"XLA: {prefix.split('.', 1)[-1]}", backend="XLA's own passes")
+    if final is not None:
+        module = parse_hlo(final.read_text())
+        code = _kernel_ir(folder, prefix)
+        data.instructions = instruction_table(module, _NoBuffers(), code)
+        data.code = pack(code)
+        data.entry = module.entry.name
+        data.module_text = final.read_text()
+    else:
+        problems.append(f"no {prefix}.*after_optimizations.txt: the graph is missing")
+    add_colours(data)
+    add_passes(data, records, graphs)
+    if problems:
+        data.passes.insert(0, {"index": -1, "pipeline": "dump", "name": "unread files", "changed": False, "ms": 0,
+                               "instructions": [0, 0], "fusions": [0, 0], "notes": problems, "skipped": "unreadable",
+                               "diff": None, "sides": None, "order": None, "steps": []})
+    return data
