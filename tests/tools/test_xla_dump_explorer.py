@@ -44,6 +44,10 @@ def test_the_page_holds_xlas_optimized_module_and_its_kernels_ir() -> None:
     assert data.instructions["tanh_reduce_fusion"]["kernel"] == "tanh_reduce_fusion"
     fusion = next(p for p in data.passes if p["name"] == "fusion")
     assert fusion["diff"]["fused"] and fusion["sides"]
+    # The bridge: XLA's fusion is xla_teach's fusion; copy-insertion has no counterpart.
+    assert "xla_teach's fusion: xla_teach/passes/fusion/instruction_fusion.py" in fusion["notes"][1]
+    copies = next(p for p in data.passes if p["name"] == "copy-insertion")
+    assert copies["notes"][1] == "xla_teach has no pass named copy-insertion"
 
 
 def test_explore_dir_writes_a_page_of_xlas_passes_and_names_unreadable_files(tmp_path: Path,
@@ -52,7 +56,9 @@ def test_explore_dir_writes_a_page_of_xlas_passes_and_names_unreadable_files(tmp
     shutil.copytree(DUMP, folder)
     assert main(["explore", str(folder)]) == 0
     page = folder / f"{PREFIX}.xla.explorer.html"
-    assert "XLA's own passes" in capsys.readouterr().out and page.is_file()
+    out = capsys.readouterr().out
+    assert "XLA's own passes" in out and page.is_file()
+    assert "xla_teach has no pass of the same name for" in out and "copy-insertion" in out
     broken = next(folder.glob(f"{PREFIX}.0005.*.txt"))
     broken.write_bytes(b"\xff\xfe not text")
     data = xla_dump_data(folder, PREFIX)

@@ -102,8 +102,13 @@ def _write_xla_pass_explorers(folder: Path) -> None:
     """For every module whose passes XLA dumped one by one (``--xla_dump_hlo_pass_re=.*``), a page
     stepping through XLA's own passes: ``<module>.xla.explorer.html``."""
     from xla_teach.tools.explorer.page import explorer_page
-    from xla_teach.tools.explorer.xla_dump import modules_with_pass_dumps, xla_dump_data
+    from xla_teach.tools.explorer.xla_dump import modules_with_pass_dumps, passes_xla_teach_lacks, xla_dump_data
 
+    lacking = passes_xla_teach_lacks(folder)
+    if lacking:
+        print("XLA's passes that changed a module here and that xla_teach has no pass of the same name for:")
+        for name, times in lacking.items():
+            print(f"  {name:<48} x{times}")
     for prefix in modules_with_pass_dumps(folder):
         target = folder / f"{prefix}.xla.explorer.html"
         if target.exists():

@@ -13,11 +13,14 @@ module before it into this one (``after_pipeline-start`` is the module as a pipe
 steps become the explorer's pass records -- the same structural diffs, before/after pictures and
 graph as for xla_teach's own compiles -- and XLA's ``*_after_optimizations.txt`` is the module
 drawn; each fusion's kernel shows the LLVM IR XLA dumped for it (``*.ir-no-opt.ll``,
-``*.ir-with-opt.ll``). A file that cannot be read is named on the page, never a crash.
+``*.ir-with-opt.ll``). A file that cannot be read is named on the page, never a crash. Each step
+also says which xla_teach pass has XLA's pass's name, or that none does (:func:`bridge`), and
+:func:`passes_xla_teach_lacks` lists what XLA ran that xla_teach has no pass for.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,9 +76,49 @@ def xla_pass_records(folder: Path, prefix: str) -> tuple[list[PassRecord], list[
         note = f"XLA's dump {path.name}" + (f"; the next pass: {match['next']}" if match["next"] else "")
         pass_name = name if name != "pipeline-start" else "(between pipelines)"
         records.append(PassRecord(len(records), match["pipeline"], pass_name, text != state, state, text,
-                                  before[0], after[0], before[1], after[1], 0.0, notes=[note]))
+                                  before[0], after[0], before[1], after[1], 0.0, notes=[note, bridge(pass_name)]))
         state = text
     return records, problems
+
+
+@functools.cache
+def xla_teach_pass_names() -> dict[str, str]:
+    """xla_teach's passes (of the CPU pipeline) by name -> the module that holds each."""
+    from xla_teach.backends.cpu.cpu_pipeline import cpu_pipeline
+    from xla_teach.passes.pass_base import HloPassPipeline
+
+    found: dict[str, str] = {}
+    stack: list[object] = [cpu_pipeline()]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, HloPassPipeline):
+            stack.extend(item.passes)
+        else:
+            found.setdefault(str(getattr(item, "name", "")), type(item).__module__)
+    return found
+
+
+def bridge(xla_pass: str) -> str:
+    """The line that ties an XLA pass to xla_teach's: the pass of the same name and where it is
+    (its page in the docs' pass reference), or plainly that xla_teach has none."""
+    if xla_pass == "(between pipelines)":
+        return "the module as the next pipeline starts"
+    mine = xla_teach_pass_names().get(xla_pass)
+    if mine is None:
+        return f"xla_teach has no pass named {xla_pass}"
+    return f"xla_teach's {xla_pass}: {mine.replace('.', '/')}.py (docs: pass-reference/{xla_pass})"
+
+
+def passes_xla_teach_lacks(folder: str | Path) -> dict[str, int]:
+    """Every pass XLA ran (changing a module) in a dump folder that xla_teach has no pass of the same
+    name for, with how many times it ran: what a contributor could add next."""
+    mine = xla_teach_pass_names()
+    lacking: dict[str, int] = {}
+    for path in sorted(Path(folder).glob("module_*.txt")):
+        match = STEP.search(path.name)
+        if match and match["after"] != "pipeline-start" and match["after"] not in mine:
+            lacking[match["after"]] = lacking.get(match["after"], 0) + 1
+    return dict(sorted(lacking.items()))
 
 
 def _kernel_ir(folder: Path, prefix: str) -> dict[str, list[list[str]]]:
