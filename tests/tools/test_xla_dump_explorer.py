@@ -59,6 +59,10 @@ def test_explore_dir_writes_a_page_of_xlas_passes_and_names_unreadable_files(tmp
     out = capsys.readouterr().out
     assert "XLA's own passes" in out and page.is_file()
     assert "xla_teach has no pass of the same name for" in out and "copy-insertion" in out
+    # Side by side: XLA's optimized module and xla_teach's compile of the same program.
+    side = folder / f"{PREFIX}.vs_xla_teach.diff.html"
+    assert side.is_file() and "XLA's optimized module (run by xla_teach)" in side.read_text()
+    assert "tanh_reduce_fusion" in side.read_text()
     broken = next(folder.glob(f"{PREFIX}.0005.*.txt"))
     broken.write_bytes(b"\xff\xfe not text")
     data = xla_dump_data(folder, PREFIX)

@@ -116,6 +116,26 @@ def _write_xla_pass_explorers(folder: Path) -> None:
             continue
         target.write_text(explorer_page(xla_dump_data(folder, prefix)), encoding="utf-8")
         print(f"wrote {target} (XLA's own passes)")
+        side_by_side = folder / f"{prefix}.vs_xla_teach.diff.html"
+        if not side_by_side.exists() and _compare_with_xla_teach(folder, prefix, side_by_side):
+            print(f"wrote {side_by_side} (XLA's optimized module beside xla_teach's compile of the same program)")
+
+
+def _compare_with_xla_teach(folder: Path, prefix: str, target: Path, runs: int = 3) -> bool:
+    """The compare page of XLA's optimized module (run as it is by xla_teach's backend: XLA's
+    fusions, xla_teach's kernels) beside xla_teach's own compile of the module before
+    optimizations; False when the dump lacks either."""
+    from xla_teach.tools.explorer.compare import write_compare
+    from xla_teach.tools.tool_support import compile_on
+
+    optimized = sorted(folder.glob(f"{prefix}.*after_optimizations.txt"))
+    before = folder / f"{prefix}.before_optimizations.txt"
+    if not optimized or not before.is_file():
+        return False
+    xla = compile_on(_compilable(optimized[0]), "cpu", run_hlo_passes=False)
+    mine = compile_on(_compilable(before), "cpu")
+    write_compare(xla, mine, target, ("XLA's optimized module (run by xla_teach)", "xla_teach's compile"), runs)
+    return True
 
 
 def _configure_diff(p: argparse.ArgumentParser) -> None:
