@@ -292,6 +292,53 @@ print(run_hlo_module(module, "cpu", "interpreter", iterations=5,
 # snapshot's, before we believe the fix.
 
 # %% [markdown]
+# ## What did XLA do to my program?
+#
+# The same tools read XLA's own dumps. With
+# `XLA_FLAGS="--xla_dump_to=DIR --xla_dump_hlo_pass_re=.*"`, JAX's XLA writes the module after every
+# pass that changed it, numbered in the order they ran. `xla-teach explore DIR` turns them into a
+# page that steps through **XLA's passes** with the same diffs and pictures as xla_teach's, each
+# step naming xla_teach's pass of the same name (or saying there is none). The repository keeps
+# such a dump of `jnp.tanh(x @ w).sum()` (`tests/data/xla_pass_dump/`); with JAX installed, the
+# cell below makes a fresh one of the same program instead.
+
+# %%
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from xla_teach.tools.explorer.page import explorer_page
+from xla_teach.tools.explorer.xla_dump import modules_with_pass_dumps, passes_xla_teach_lacks, xla_dump_data
+
+import xla_teach
+
+xla_dir = Path(xla_teach.__file__).resolve().parents[1] / "tests" / "data" / "xla_pass_dump"  # in the checkout
+try:
+    import jax  # noqa: F401 - only to know whether JAX is here
+
+    fresh = Path(tempfile.mkdtemp(prefix="xla_dump_"))
+    program = ("import jax, jax.numpy as jnp, numpy as np\n"
+               "print(jax.jit(lambda x, w: jnp.tanh(x @ w).sum())(np.ones((8, 4), np.float32), "
+               "np.ones((4, 3), np.float32)))")
+    env = {**os.environ, "XLA_FLAGS": f"--xla_dump_to={fresh} --xla_dump_hlo_pass_re=.*"}
+    subprocess.run([sys.executable, "-c", program], env=env, check=True, capture_output=True)
+    xla_dir = fresh
+except ImportError:
+    pass
+(prefix,) = modules_with_pass_dumps(xla_dir)[:1]
+steps = xla_dump_data(xla_dir, prefix)
+for step in steps.passes:
+    print(f"{step['pipeline'] + '/' + step['name']:<64} {'changed' if step['changed'] else '       '}  {step['notes'][-1]}")
+print("\nXLA ran, and xla_teach has no pass named:", ", ".join(passes_xla_teach_lacks(xla_dir)))
+
+# %%
+page = Path(tempfile.mkdtemp(prefix="xla_passes_")) / f"{prefix}.xla.explorer.html"
+page.write_text(explorer_page(steps))
+ExplorerPage(page, page.read_text())  # pick "fusion" on the left: XLA's fusion, before and after
+
+# %% [markdown]
 # ## Graded exercise: `bisect`
 #
 # This chapter prepares this exercise (docs/exercises.md). The cell copies the
