@@ -78,7 +78,7 @@ def grade(exercise: str, solution_path: str | Path, seed: int = 0) -> GradeRepor
     if path.suffix == ".ipynb":
         import tempfile
 
-        from xla_teach.exercises.batch import notebook_source
+        from xla_teach.exercises.notebooks import notebook_source
 
         with tempfile.TemporaryDirectory(prefix="xla_teach_notebook_") as folder:
             source = Path(folder) / f"{path.stem}.py"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import re
 import signal
 import sys
 import threading
@@ -30,6 +29,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from xla_teach.exercises.feedback import CaseFailed, CaseTimeout, printable  # noqa: F401 - graders import them from here
+
 CASE_TIME_LIMIT_S = 20.0  # per case: an endless loop in a solution fails that case, not the grader
 SUBMISSION_TIME_LIMIT_S = 600.0  # per submission, all cases: past it the remaining cases fail unrun
 MESSAGES_PER_CHECK = 2  # distinct failure messages shown per check
@@ -37,14 +38,6 @@ MESSAGES_PER_CHECK = 2  # distinct failure messages shown per check
 
 class ExerciseError(ValueError):
     """A usage error: unknown exercise, missing solution file."""
-
-
-class CaseFailed(Exception):  # noqa: N818 -- reads as "raise CaseFailed(...)" in graders
-    """Raised by a case with the feedback the student sees."""
-
-
-class CaseTimeout(Exception):  # noqa: N818
-    """A case ran past :data:`CASE_TIME_LIMIT_S`."""
 
 
 Case = Callable[[Any], None]  # takes the StudentProcess
@@ -132,15 +125,6 @@ class GradeReport:
 
 def _indent(text: str, n: int) -> list[str]:
     return [(" " * n + line) if line else "" for line in text.splitlines()]
-
-
-_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """``text`` with terminal control sequences and control characters removed (newlines and tabs
-    kept): a message a student's code wrote cannot repaint the teacher's terminal or a report."""
-    return _CONTROL.sub("", text)
 
 
 # ---- loading the student's file ---------------------------------------------------------------

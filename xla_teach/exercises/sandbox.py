@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from xla_teach.exercises.confinement import Limits
-from xla_teach.exercises.grading import CaseFailed, printable
+from xla_teach.exercises.feedback import CaseFailed, printable
 from xla_teach.exercises.wire import decode, encode
 
 STARTUP_SECONDS = 120.0  # imports (NumPy, LLVM) before the student's file is even read

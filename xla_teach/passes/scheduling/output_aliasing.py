@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from xla_teach.hlo.input_output_alias import Alias, shape_index_text
+from xla_teach.passes.scheduling.in_place import can_write_output_in_place, times_read
 
 if TYPE_CHECKING:
     from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, HloValue
@@ -103,7 +104,6 @@ def decide_output_aliases(ba: BufferAssignment, kind_of: dict[int, str],
 def _refusal(ba: BufferAssignment, out: HloValue, param: HloValue, kind_of: dict[int, str],
              live: dict[int, list[int]], root_leaves: list[ShapeIndex], out_index: ShapeIndex) -> str:
     """Why ``out`` may not be written into ``param``'s buffer ("" when it may)."""
-    from xla_teach.passes.scheduling.buffer_assignment import can_write_output_in_place, times_read
 
     kind = kind_of[out.id]
     if kind == "aliased":
