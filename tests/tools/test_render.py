@@ -15,7 +15,8 @@ import pytest
 from tests.tools.dump_test_utils import XLA_DUMP
 from xla_teach.hlo.parser import parse_hlo
 from xla_teach.tools import render
-from xla_teach.tools.render import GraphvizNotFound, RenderError, hlo_to_dot, render_to_file, run_dot
+from xla_teach.tools.html_report import render_to_file
+from xla_teach.tools.render import GraphvizNotFound, RenderError, hlo_to_dot, run_dot
 from xla_teach.tools.render_style import COLORS
 
 needs_dot = pytest.mark.skipif(not render.have_dot(), reason="Graphviz dot not installed")

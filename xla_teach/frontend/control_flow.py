@@ -23,113 +23,25 @@ decided at run time, so there is no buffer size to store the iterations in.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from xla_teach.frontend import dtypes
+from xla_teach.frontend.conditional import conditional_primitive
+from xla_teach.frontend.control_flow_trace import ClosedTrace, elements_of, splice, trace_closed, unique_tracers
 from xla_teach.frontend.errors import CompilationError, SourceLocation, expect_pair, user_frame
 from xla_teach.frontend.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from xla_teach.frontend.scan_loop import scan_loop
 from xla_teach.frontend.tracer import (
     Primitive,
     ShapedArray,
-    TraceContext,
     Tracer,
     bind,
     current_context,
-    push_context,
 )
 from xla_teach.hlo.builder import XlaBuilder, XlaOp
 from xla_teach.hlo.ir import HloComputation
 from xla_teach.hlo.shape import Shape
-
-
-@dataclass
-class ClosedTrace:
-    """A function traced into a computation ``(inputs..., captures...) -> tuple(outputs)``."""
-
-    computation: HloComputation
-    out_tree: PyTreeDef
-    out_avals: list[ShapedArray]
-    captured: list[Tracer]  # tracers of enclosing contexts the function used
-
-
-def trace_closed(fn: Callable[..., Any], in_avals: Sequence[ShapedArray], name: str,
-                 out_avals: Sequence[ShapedArray] | None = None) -> ClosedTrace:
-    """Trace ``fn(*tracers)`` into a new computation of the current module. If
-    ``out_avals`` is given, outputs are converted to those dtypes when they are
-    weakly typed (a Python scalar returned for a float32 loop variable) and checked."""
-    parent = current_context()
-    assert parent is not None
-    sub = parent.builder.create_sub_builder(name, keep_metadata=True)
-    params = [sub.parameter(i, a.hlo_shape(), f"arg_{i}") for i, a in enumerate(in_avals)]
-    count = [len(params)]
-
-    def capture(outer: Tracer) -> XlaOp:
-        op = sub.parameter(count[0], outer.op.shape, f"capture_{count[0] - len(params)}")
-        count[0] += 1
-        return op
-
-    ctx = TraceContext(sub, f"{parent.name_stack}/{name}", parent, capture)
-    with push_context(ctx):
-        tracers = [Tracer(ctx, p, a.weak_type) for p, a in zip(params, in_avals, strict=True)]
-        out = fn(*tracers)
-        leaves, out_tree = tree_flatten(out)
-        results = [ctx.lift(leaf) for leaf in leaves]
-        if out_avals is not None:
-            results = match_avals(results, out_avals, name)
-        comp = sub.build_computation(sub.tuple([r.op for r in results]))
-    return ClosedTrace(comp, out_tree, [r.aval for r in results], ctx.captured)
-
-
-def match_avals(results: list[Tracer], avals: Sequence[ShapedArray], name: str) -> list[Tracer]:
-    from xla_teach.frontend.numpy_api import astype
-
-    if len(results) != len(avals):
-        raise CompilationError(f"{name}", f"the function returned {len(results)} arrays but the loop state has "
-                               f"{len(avals)}", "return a value with the same structure as the initial state")
-    out = []
-    for r, a in zip(results, avals, strict=True):
-        if r.shape != a.shape:
-            raise CompilationError(f"{name}", f"the function returned {r.aval} where the loop state has {a} "
-                                   "(a loop state must keep its shape: every iteration runs the same program)",
-                                   "keep shapes fixed, e.g. preallocate with xnp.zeros and write with .at[i].set")
-        if r.dtype != a.dtype:
-            if not r.weak_type and not (dtypes.is_float(a.dtype) and dtypes.is_float(r.dtype) and a.weak_type):
-                raise CompilationError(f"{name}", f"the function returned dtype {r.dtype} where the loop state "
-                                       f"has {a.dtype}", f"convert with .astype({a.dtype.name})")
-            r = astype(r, a.dtype)
-        out.append(r)
-    return out
-
-
-def splice(closed: HloComputation, builder: XlaBuilder, args: Sequence[XlaOp]) -> XlaOp:
-    """Move the instructions of ``closed`` into ``builder``'s computation, its parameters
-    replaced by ``args``; returns the moved root. (An inliner on a fresh computation.)"""
-    target = builder.computation
-    params = closed.parameter_instructions
-    for param, arg in zip(params, args, strict=True):
-        param.replace_all_uses_with(arg.instruction)
-    root = closed.root
-    for instr in list(closed.instructions):
-        closed.instructions.remove(instr)
-        if instr.opcode == "parameter":
-            instr.detach_operands()
-            instr.parent = None
-            continue
-        instr.parent = target
-        target.instructions.append(instr)
-    closed.root_instruction = None
-    builder.module.remove_computation(closed)
-    return XlaOp(builder, root)
-
-
-def _unique(tracers: Sequence[Tracer]) -> list[Tracer]:
-    seen: dict[int, Tracer] = {}
-    for t in tracers:
-        seen.setdefault(id(t), t)
-    return list(seen.values())
 
 
 def _wrapper(builder: XlaBuilder, name: str, state_shape: Shape, n_state: int, captures: list[Tracer],
@@ -144,17 +56,6 @@ def _wrapper(builder: XlaBuilder, name: str, state_shape: Shape, n_state: int, c
     if body:
         return sub.build_computation(sub.tuple(outs + elements[n_state:]))
     return sub.build_computation(outs[0])
-
-
-def elements_of(sub: XlaBuilder, result: XlaOp, n: int) -> list[XlaOp]:
-    """The elements of a tuple-shaped op: the operands of a ``tuple`` instruction nobody
-    else uses (which is then removed), else ``get-tuple-element``s."""
-    instr = result.instruction
-    if instr.opcode == "tuple" and not instr.users:
-        elements = [XlaOp(sub, op) for op in instr.operands]
-        sub.computation.remove_instruction(instr)
-        return elements
-    return [sub.get_tuple_element(result, i) for i in range(n)]
 
 
 def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any) -> Any:
@@ -193,7 +94,7 @@ def _while(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_
     if body_closed.out_tree != tree:
         raise CompilationError("while_loop", f"body_fun returned structure {body_closed.out_tree}, but the loop "
                                f"state is {tree}", "return the state with the same structure")
-    captures = _unique(cond_closed.captured + body_closed.captured)
+    captures = unique_tracers(cond_closed.captured + body_closed.captured)
 
     def lower(b: XlaBuilder, *ops: XlaOp) -> list[XlaOp]:
         state = b.tuple(list(ops))
@@ -245,8 +146,6 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
                                        f"is {tree}", "return the state with the same structure")
             return new_leaves, []
 
-        from xla_teach.frontend.scan_loop import scan_loop
-
         carry, _ = scan_loop(step, leaves, [], max(int(np.asarray(upper)) - first, 0), False, "fori_loop")
         return tree_unflatten(tree, carry)
 
@@ -294,8 +193,6 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, le
         y_trees.append(y_tree)
         return carry_leaves, y_leaves
 
-    from xla_teach.frontend.scan_loop import scan_loop
-
     carry, ys = scan_loop(step, c_leaves, x_leaves, lengths.pop(), reverse, "scan")
     return tree_unflatten(c_tree, carry), tree_unflatten(y_trees[0], ys)
 
@@ -336,58 +233,3 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
         raise CompilationError("cond", f"the predicate must be a scalar, got {pred.aval}",
                                "reduce it first, e.g. xnp.any(x > 0)")
     return conditional_primitive(astype(pred, np.bool_), [true_fun, false_fun], operands)
-
-
-def conditional_primitive(selector: Tracer, branches: list[Callable[..., Any]], operands: Sequence[Any]) -> Any:
-    from xla_teach.frontend.autodiff import is_recorded
-
-    ctx = current_context()
-    assert ctx is not None
-    leaves, tree = tree_flatten(tuple(operands))
-    ops_in = [ctx.lift(leaf) for leaf in leaves]
-    avals = [t.aval for t in ops_in]
-    closed = [trace_closed(lambda *xs, fn=fn: fn(*tree_unflatten(tree, xs)), avals, f"branch_{k}")
-              for k, fn in enumerate(branches)]
-    first = closed[0]
-    for k, c in enumerate(closed[1:], 1):
-        if c.out_tree != first.out_tree or [(a.shape, a.dtype) for a in c.out_avals] != \
-                [(a.shape, a.dtype) for a in first.out_avals]:
-            raise CompilationError("cond", "the branches return different structures, shapes or dtypes: "
-                                   f"branch 0 gives {first.out_tree} {[str(a) for a in first.out_avals]}, branch "
-                                   f"{k} gives {c.out_tree} {[str(a) for a in c.out_avals]}",
-                                   "make both branches return arrays of the same shapes and dtypes (cast with "
-                                   ".astype, pad to a common shape)")
-    n = len(ops_in)
-    per_branch = [list(c.captured) for c in closed]
-    captured_all = _unique([t for caps in per_branch for t in caps])
-    n_out = len(first.out_avals)
-
-    def lower(b: XlaBuilder, selector_op: XlaOp, *ops: XlaOp) -> list[XlaOp]:
-        operand_ops, capture_ops = list(ops[:n]), list(ops[n:])
-        op_of = {id(t): op for t, op in zip(captured_all, capture_ops, strict=True)}
-        tuples, comps = [], []
-        for k, c in enumerate(closed):
-            branch_tuple = b.tuple(operand_ops + [op_of[id(t)] for t in per_branch[k]])
-            comps.append(_branch_wrapper(b, k, branch_tuple.shape, c))
-            tuples.append(branch_tuple)
-        if len(closed) == 2 and selector_op.shape.element_type.is_pred:
-            result = b.conditional(selector_op, tuples[0], comps[0], tuples[1], comps[1])
-        else:
-            result = b.indexed_conditional(selector_op, comps, tuples)
-        return [b.get_tuple_element(result, i) for i in range(n_out)]
-
-    prim = Primitive("cond", lower, multiple_results=True)
-    if is_recorded([*ops_in, *captured_all]):
-        from xla_teach.frontend.control_flow_autodiff import cond_transpose_rule
-
-        flat_branches = [lambda *xs, fn=fn: tree_flatten(fn(*tree_unflatten(tree, xs)))[0] for fn in branches]
-        prim.vjp = cond_transpose_rule(flat_branches, captured_all)
-    outs = bind(prim, selector, *ops_in, *captured_all)
-    return tree_unflatten(first.out_tree, outs)
-
-
-def _branch_wrapper(builder: XlaBuilder, k: int, shape: Shape, closed: ClosedTrace) -> HloComputation:
-    sub = builder.create_sub_builder(f"branch_{k}_computation")
-    param = sub.parameter(0, shape, "operands")
-    args = [sub.get_tuple_element(param, i) for i in range(len(shape.tuple_shapes))]
-    return sub.build_computation(splice(closed.computation, sub, args))

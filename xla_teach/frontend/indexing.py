@@ -20,6 +20,7 @@ slices), else a ``scatter``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -40,9 +41,10 @@ from xla_teach.frontend.numpy_api import (
     minimum,
     multiply,
     promote,
+    ravel,
     where,
 )
-from xla_teach.frontend.numpy_api_shape import concatenate, normalize_axis, reshape
+from xla_teach.frontend.numpy_api_shape import concatenate, expand_dims, normalize_axis, reshape
 from xla_teach.frontend.tracer import Tracer, bind, current_context, eval_shape
 
 
@@ -389,3 +391,42 @@ def dynamic_update_slice(x: ArrayLike, update: ArrayLike, start_indices: Any) ->
     t, u = promote(x, update)
     starts = [astype(lift(s), np.int32) for s in start_indices]
     return bind(P.dynamic_update_slice_p, t, u, *starts)
+
+
+# ---- repeat: a broadcast, or a gather when the counts differ ----------------------------------
+def repeat(x: ArrayLike, repeats: int | Sequence[int] | np.ndarray, axis: int | None = None) -> Tracer:
+    """NumPy's ``repeat``. ``repeats`` is one count, or one count per element along ``axis``;
+    the counts decide the result's shape, so they must be concrete (Python ints, a list, a
+    NumPy array), not traced."""
+    if isinstance(repeats, Tracer):
+        raise data_dependent_shape_error("xnp.repeat with traced repeats", "pass the repeat counts as a Python "
+                                         "int/list or NumPy array, or mark the argument static with jit(..., "
+                                         "static_argnums=...)")
+    reps = np.asarray(repeats)
+    if reps.ndim > 1 or not (np.issubdtype(reps.dtype, np.integer) or reps.size == 0):
+        raise TypeError(f"xnp.repeat: repeats must be an int or a 1-D sequence of ints, got {repeats!r}")
+    if (reps < 0).any():
+        raise ValueError(f"xnp.repeat: negative dimensions are not allowed (repeats={reps.tolist()})")
+    return _repeat(x, int(reps) if reps.ndim == 0 else tuple(int(r) for r in reps), axis)
+
+
+@api
+def _repeat(x: ArrayLike, repeats: int | tuple[int, ...], axis: int | None) -> Tracer:
+    t = lift(x)
+    if axis is None:
+        t, axis = ravel(t), 0
+    axis = normalize_axis(axis, t.ndim)
+    if isinstance(repeats, tuple):
+        if len(repeats) == 1:
+            repeats = repeats[0]
+        elif len(repeats) != t.shape[axis]:
+            raise ValueError(f"xnp.repeat: {len(repeats)} repeat counts for axis {axis} of size {t.shape[axis]} "
+                             f"(shape {t.shape}); give one count, or one per element")
+        elif len(set(repeats)) == 1:
+            repeats = repeats[0]
+        else:  # per-element counts: gather with a constant index vector
+            index = np.repeat(np.arange(t.shape[axis], dtype=np.int32), repeats)
+            return take(t, index, axis=axis)
+    shape = t.shape[:axis + 1] + (int(repeats),) + t.shape[axis + 1:]
+    expanded = broadcast_to(expand_dims(t, axis + 1), shape)
+    return reshape(expanded, t.shape[:axis] + (t.shape[axis] * int(repeats),) + t.shape[axis + 1:])

@@ -566,8 +566,12 @@ def isinf(x: ArrayLike) -> Tracer:
 def where(condition: ArrayLike, x: ArrayLike = None, y: ArrayLike = None) -> Tracer:
     """``where(c, x, y)`` picks per element (HLO ``select``); the one-argument form
     ``where(c)`` is ``nonzero`` and cannot be compiled."""
-    if x is None and y is None:
-        return nonzero(condition)
+    if x is None and y is None:  # NumPy's where(c) is nonzero(c): its shape depends on the data
+        if current_context() is None:
+            return tuple(np.nonzero(np.asarray(condition)))
+        raise data_dependent_shape_error(
+            "xnp.where(condition) with one argument", "pass a static size: xnp.nonzero(condition, size=N, "
+            "fill_value=0) returns exactly N indices per dimension; or keep the full shape with xnp.where(c, x, 0)")
     if x is None or y is None:
         raise ValueError("where needs both x and y (or neither)")
     if current_context() is None:
@@ -595,66 +599,6 @@ def clip(x: ArrayLike, a_min: ArrayLike = None, a_max: ArrayLike = None) -> Trac
     if a_max is not None:
         t = minimum(t, a_max)
     return t
-
-
-# ---- data-dependent shapes: not compilable --------------------------------------------------------
-def nonzero(x: ArrayLike, *, size: int | None = None, fill_value: int = 0) -> Any:
-    """Indices of the nonzero elements. Compilable only with a static ``size``: the first
-    ``size`` indices, padded with ``fill_value``."""
-    if current_context() is None and size is None:
-        return tuple(np.nonzero(np.asarray(x)))
-    if size is None:
-        raise data_dependent_shape_error(
-            "xnp.nonzero", "pass a static size: xnp.nonzero(x, size=N, fill_value=0) returns exactly N indices "
-            "per dimension; or keep the full shape with xnp.where(mask, x, 0)")
-    if current_context() is None:
-        return eager_call(lambda a: nonzero(a, size=size, fill_value=fill_value), (np.asarray(x),), {})
-    from xla_teach.frontend.numpy_api_reduce import cumsum
-
-    t = lift(x)
-    mask = ravel(not_equal(t, 0))
-    count = sum_(astype(mask, np.int32))
-    position = subtract(cumsum(astype(mask, np.int32)), 1)
-    # Zeros and the nonzeros past the first ``size`` all go to an extra slot ``size``, sliced
-    # off below (``.at[]`` clamps out-of-range indices, so they could not just be dropped).
-    target = where(mask, minimum(position, size), size)
-    flat = bind(P.iota_p, dtype=np.int32, shape=(t.size,), dimension=0)
-    out = full((size + 1,), 0, np.int32).at[target].set(flat)[:size]
-    padding = greater_equal(arange(size), count)
-    coords = []
-    for dim in reversed(t.shape):
-        coords.append(where(padding, fill_value, remainder(out, dim)))
-        out = floor_divide(out, dim)
-    return tuple(reversed(coords))
-
-
-def argwhere(x: ArrayLike) -> Any:
-    if current_context() is None:
-        return np.argwhere(np.asarray(x))
-    raise data_dependent_shape_error("xnp.argwhere", "use xnp.nonzero(x, size=N) with a static N, or "
-                                     "xnp.where(mask, x, fill) to keep the full shape")
-
-
-def flatnonzero(x: ArrayLike) -> Any:
-    if current_context() is None:
-        return np.flatnonzero(np.asarray(x))
-    raise data_dependent_shape_error("xnp.flatnonzero", "use xnp.nonzero(xnp.ravel(x), size=N) with a static N")
-
-
-def unique(x: ArrayLike, **kwargs: Any) -> Any:
-    """Sorted unique values. The number of distinct values depends on the data, so
-    this cannot be compiled; eagerly (outside jit) it is NumPy's ``unique``."""
-    if current_context() is None:
-        return np.unique(np.asarray(x), **kwargs)
-    raise data_dependent_shape_error(
-        "xnp.unique", "compute a fixed-size result instead, e.g. xnp.sort(x) and a mask of first occurrences "
-        "(sorted[1:] != sorted[:-1]), or a histogram with x.at[...].add(1) over a known range of values")
-
-
-def sum_(x: Tracer) -> Tracer:
-    from xla_teach.frontend.numpy_api_reduce import sum as _sum
-
-    return _sum(x)
 
 
 # ---- creation ---------------------------------------------------------------------------------------
@@ -805,7 +749,7 @@ def size(x: ArrayLike) -> int:
     return int(np.prod(_shape_of(x), dtype=np.int64))
 
 
-_INTERNAL = {"api", "eager_call", "lift", "promote", "sum_", "shape", "ndim", "size"}
+_INTERNAL = {"api", "eager_call", "lift", "promote", "shape", "ndim", "size"}
 __all__ = sorted(n for n, v in list(globals().items())
                  if not n.startswith("_") and callable(v) and getattr(v, "__module__", "") == __name__
                  and n not in _INTERNAL and not isinstance(v, type)) + ["shape", "ndim", "size"]

@@ -10,20 +10,30 @@ import numpy as np
 
 from xla_teach.frontend import dtypes
 from xla_teach.frontend import primitives as P
+from xla_teach.frontend.errors import data_dependent_shape_error
 from xla_teach.frontend.numpy_api import (
     ArrayLike,
     api,
+    arange,
     astype,
+    eager_call,
+    floor_divide,
+    full,
+    greater_equal,
     lift,
+    minimum,
     multiply,
+    not_equal,
     ravel,
+    remainder,
     sqrt,
     square,
     subtract,
     true_divide,
+    where,
 )
 from xla_teach.frontend.numpy_api_shape import normalize_axes, normalize_axis, reshape, transpose
-from xla_teach.frontend.tracer import Tracer, bind
+from xla_teach.frontend.tracer import Tracer, bind, current_context
 
 Axis = int | Sequence[int] | None
 
@@ -281,3 +291,55 @@ def average(x: ArrayLike, axis: Axis = None, weights: ArrayLike = None) -> Trace
         x = np.asarray(x)
     _check_weight_sums(x, weights, axis)
     return _weighted_average(x, axis, weights)
+
+
+# ---- data-dependent shapes: not compilable --------------------------------------------------------
+def nonzero(x: ArrayLike, *, size: int | None = None, fill_value: int = 0) -> Any:
+    """Indices of the nonzero elements. Compilable only with a static ``size``: the first
+    ``size`` indices, padded with ``fill_value``."""
+    if current_context() is None and size is None:
+        return tuple(np.nonzero(np.asarray(x)))
+    if size is None:
+        raise data_dependent_shape_error(
+            "xnp.nonzero", "pass a static size: xnp.nonzero(x, size=N, fill_value=0) returns exactly N indices "
+            "per dimension; or keep the full shape with xnp.where(mask, x, 0)")
+    if current_context() is None:
+        return eager_call(lambda a: nonzero(a, size=size, fill_value=fill_value), (np.asarray(x),), {})
+    t = lift(x)
+    mask = ravel(not_equal(t, 0))
+    count = sum(astype(mask, np.int32))
+    position = subtract(cumsum(astype(mask, np.int32)), 1)
+    # Zeros and the nonzeros past the first ``size`` all go to an extra slot ``size``, sliced
+    # off below (``.at[]`` clamps out-of-range indices, so they could not just be dropped).
+    target = where(mask, minimum(position, size), size)
+    flat = bind(P.iota_p, dtype=np.int32, shape=(t.size,), dimension=0)
+    out = full((size + 1,), 0, np.int32).at[target].set(flat)[:size]
+    padding = greater_equal(arange(size), count)
+    coords = []
+    for dim in reversed(t.shape):
+        coords.append(where(padding, fill_value, remainder(out, dim)))
+        out = floor_divide(out, dim)
+    return tuple(reversed(coords))
+
+
+def argwhere(x: ArrayLike) -> Any:
+    if current_context() is None:
+        return np.argwhere(np.asarray(x))
+    raise data_dependent_shape_error("xnp.argwhere", "use xnp.nonzero(x, size=N) with a static N, or "
+                                     "xnp.where(mask, x, fill) to keep the full shape")
+
+
+def flatnonzero(x: ArrayLike) -> Any:
+    if current_context() is None:
+        return np.flatnonzero(np.asarray(x))
+    raise data_dependent_shape_error("xnp.flatnonzero", "use xnp.nonzero(xnp.ravel(x), size=N) with a static N")
+
+
+def unique(x: ArrayLike, **kwargs: Any) -> Any:
+    """Sorted unique values. The number of distinct values depends on the data, so
+    this cannot be compiled; eagerly (outside jit) it is NumPy's ``unique``."""
+    if current_context() is None:
+        return np.unique(np.asarray(x), **kwargs)
+    raise data_dependent_shape_error(
+        "xnp.unique", "compute a fixed-size result instead, e.g. xnp.sort(x) and a mask of first occurrences "
+        "(sorted[1:] != sorted[:-1]), or a histogram with x.at[...].add(1) over a known range of values")

@@ -27,7 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from xla_teach.frontend.control_flow import ClosedTrace, elements_of, match_avals, splice, trace_closed
+from xla_teach.frontend import dtypes
+from xla_teach.frontend.autodiff import is_recorded
+from xla_teach.frontend.control_flow_autodiff import Rule, differentiable, transpose_step
+from xla_teach.frontend.control_flow_trace import ClosedTrace, elements_of, match_avals, splice, trace_closed
+from xla_teach.frontend.numpy_api import add, zeros, zeros_like
 from xla_teach.frontend.tracer import Primitive, ShapedArray, Tracer, bind, current_context
 from xla_teach.hlo.builder import XlaBuilder, XlaOp
 from xla_teach.hlo.ir import HloComputation
@@ -49,8 +53,6 @@ def scan_loop(step: ScanStep, init: Sequence[Any], xs: Sequence[Any], length: in
     into which iteration ``index`` writes the carry it *received*. The reverse-mode
     rule reads them back (:mod:`xla_teach.frontend.control_flow_autodiff`).
     """
-    from xla_teach.frontend.autodiff import is_recorded
-
     ctx = current_context()
     assert ctx is not None
     init_t = [ctx.lift(v) for v in init]
@@ -69,8 +71,6 @@ def scan_loop(step: ScanStep, init: Sequence[Any], xs: Sequence[Any], length: in
     closed = trace_closed(body, [index_aval, *carry_avals, *x_avals], "body")
     y_avals = closed.out_avals[n_c:]
     if length == 0:  # the body never runs: the carry comes out as it went in, every ys is empty
-        from xla_teach.frontend.numpy_api import zeros
-
         return init_t, [zeros((0, *a.shape), a.dtype) for a in y_avals]
     consts = list(closed.captured)
     store = is_recorded([*init_t, *xs_t, *consts])
@@ -88,8 +88,6 @@ def scan_loop(step: ScanStep, init: Sequence[Any], xs: Sequence[Any], length: in
 
     prim = Primitive(what, lower, multiple_results=True)
     if store:
-        from xla_teach.frontend.control_flow_autodiff import scan_transpose_rule
-
         prim.vjp = scan_transpose_rule(step, consts, carry_avals, len(y_avals), length, reverse, what)
     outs = bind(prim, *init_t, *xs_t, *consts)
     return outs[:n_c], outs[n_c:n_c + len(y_avals)]
@@ -137,3 +135,62 @@ def _scan_body(builder: XlaBuilder, state_shape: Shape, layout: _ScanLayout, clo
     buffers = [sub.dynamic_update_slice(buf, sub.reshape(v, (1, *v.dimensions)), [index] + [0] * v.rank)
                for buf, v in zip(buffers, written, strict=True)]
     return sub.build_computation(sub.tuple([sub.add(i, np.int32(1)), *new_carry, *buffers, *xs, *consts]))
+
+
+Step = Callable[[Tracer, list[Tracer], list[Tracer]], tuple[list[Any], list[Any]]]
+
+
+def scan_transpose_rule(step: Step, captured: Sequence[Tracer], carry_avals: Sequence[ShapedArray], n_y: int,
+                        length: int, reverse: bool, what: str) -> Rule:
+    """The rule of one storing ``scan_loop``: inputs ``(init..., xs..., captured...)``,
+    outputs ``(carry..., ys..., carries...)``."""
+    n_c = len(carry_avals)
+
+    def rule(cts: Sequence[Tracer | None], inputs: Sequence[Tracer], outputs: Sequence[Tracer]
+             ) -> list[Tracer | None]:
+        n_x = len(inputs) - n_c - len(captured)
+        init, xs, outer = inputs[:n_c], inputs[n_c:n_c + n_x], inputs[n_c + n_x:]
+        ct_carry, ct_ys, ct_carries = cts[:n_c], cts[n_c:n_c + n_y], cts[n_c + n_y:]
+        carries = list(outputs[n_c + n_y:])
+        wrt_c = [k for k in range(n_c) if dtypes.is_float(init[k].dtype)]
+        wrt_x = differentiable(xs)
+        wrt_closed = differentiable(outer)
+        seeded_ys = [k for k in range(n_y) if ct_ys[k] is not None]
+        seeded_carries = [k for k in wrt_c if ct_carries[k] is not None]
+        closed_over = [(captured[k], outer[k]) for k in wrt_closed]
+        ct_init = [ct_carry[k] if ct_carry[k] is not None else zeros_like(init[k]) for k in wrt_c]
+        acc_init = [zeros_like(outer[k]) for k in wrt_closed]
+        xs_back = carries + list(xs) + [ct_ys[k] for k in seeded_ys] + [ct_carries[k] for k in seeded_carries]
+
+        def backward_step(index: Tracer, state: list[Tracer], row: list[Tracer]) -> tuple[list[Any], list[Any]]:
+            ct_c, acc = state[:len(wrt_c)], state[len(wrt_c):]
+            carry_i, x_i = row[:n_c], row[n_c:n_c + n_x]
+            ct_y_i = row[n_c + n_x:n_c + n_x + len(seeded_ys)]
+            ct_stored_i = row[n_c + n_x + len(seeded_ys):]
+
+            def forward(args: list[Tracer]) -> list[Tracer]:
+                new_carry, y = step(index, args[:n_c], args[n_c:])
+                sub = current_context()
+                assert sub is not None
+                return match_avals([sub.lift(c) for c in new_carry], carry_avals, what) + [sub.lift(v) for v in y]
+
+            seeds = dict(zip(wrt_c, ct_c, strict=True))
+            seeds.update({n_c + k: ct for k, ct in zip(seeded_ys, ct_y_i, strict=True)})
+            grads, ct_closed = transpose_step(forward, [*carry_i, *x_i], wrt_c + [n_c + k for k in wrt_x],
+                                              closed_over, seeds)
+            ct_prev = grads[:len(wrt_c)]
+            stored = dict(zip(seeded_carries, ct_stored_i, strict=True))
+            ct_prev = [add(g, stored[k]) if k in stored else g for k, g in zip(wrt_c, ct_prev, strict=True)]
+            acc = [add(a, g) for a, g in zip(acc, ct_closed, strict=True)]
+            return ct_prev + acc, grads[len(wrt_c):]
+
+        state, ct_xs = scan_loop(backward_step, ct_init + acc_init, xs_back, length, not reverse, what)
+        grads: list[Tracer | None] = [None] * len(inputs)
+        for k, g in zip(wrt_c, state[:len(wrt_c)], strict=True):
+            grads[k] = g
+        for k, g in zip(wrt_x, ct_xs, strict=True):
+            grads[n_c + k] = g
+        for k, g in zip(wrt_closed, state[len(wrt_c):], strict=True):
+            grads[n_c + n_x + k] = g
+        return grads
+    return rule

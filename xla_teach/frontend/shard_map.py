@@ -268,7 +268,7 @@ def _sdy_shardings_text(specs: Sequence[PartitionSpec], ranks: Sequence[int]) ->
 def _manual_computation(f: Callable[..., Any], mesh: Mesh, ins: list[PartitionSpec], out_specs: Any,
                         specs_for: Callable[[Any, int, str], list[PartitionSpec]], args: Sequence[Any]) -> Any:
     """shard_map on traced values: Shardy's manual computation (module docstring)."""
-    from xla_teach.frontend.control_flow import trace_closed
+    from xla_teach.frontend.control_flow_trace import trace_closed
     from xla_teach.frontend.pytree import tree_unflatten
     from xla_teach.frontend.tracer import ShapedArray
     from xla_teach.hlo.shape import Shape

@@ -297,10 +297,33 @@ def bind(primitive: Primitive, *args: Any, **params: Any) -> Any:
 
 
 # ---- the traced array -----------------------------------------------------------------
-def _np() -> Any:
-    import xla_teach.numpy
+# A Tracer's operators and methods are NumPy functions (``x + y`` is ``xnp.add(x, y)``, ``x[i]``
+# is a gather). Those are defined in the layer above this one; :mod:`xla_teach.numpy` registers
+# them here when it is imported (as the Python array API standard has every array name its
+# namespace: ``x.__array_namespace__()``), so this core never imports the layers built on it.
+@dataclass(frozen=True)
+class ArrayMethods:
+    namespace: Any  # xla_teach.numpy: x + y calls namespace.add(x, y)
+    getitem: Callable[[Any, Any], Any]  # x[index]
+    at: Callable[[Any], Any]  # x.at[index].set(v) and friends
 
-    return xla_teach.numpy
+
+_ARRAY_METHODS: list[ArrayMethods] = []
+
+
+def register_array_methods(methods: ArrayMethods) -> None:
+    """Called once by :mod:`xla_teach.numpy`: what a Tracer's operators and methods call."""
+    _ARRAY_METHODS[:] = [methods]
+
+
+def _methods() -> ArrayMethods:
+    if not _ARRAY_METHODS:
+        raise RuntimeError("a traced array's operators need xla_teach.numpy: import xla_teach first")
+    return _ARRAY_METHODS[0]
+
+
+def _np() -> Any:
+    return _methods().namespace
 
 
 class Tracer:
@@ -462,9 +485,7 @@ class Tracer:
 
     # ---- indexing -------------------------------------------------------------------------
     def __getitem__(self, index: Any) -> Tracer:
-        from xla_teach.frontend.indexing import getitem
-
-        return getitem(self, index)
+        return _methods().getitem(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> None:
         raise CompilationError("x[...] = value on a traced array", "arrays are immutable values in XLA programs",
@@ -472,9 +493,11 @@ class Tracer:
 
     @property
     def at(self) -> Any:
-        from xla_teach.frontend.indexing import AtIndexer
+        return _methods().at(self)
 
-        return AtIndexer(self)
+    def __array_namespace__(self, api_version: str | None = None) -> Any:
+        """The array API standard's hook: the module whose functions work on this array."""
+        return _np()
 
     # ---- ndarray methods -------------------------------------------------------------------
     @property

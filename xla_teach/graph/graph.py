@@ -31,30 +31,10 @@ from typing import Any
 
 import numpy as np
 
+from xla_teach.graph.op_registry import infer_outputs
+from xla_teach.graph.tensor_spec import UNKNOWN, GraphError, TensorSpec
 
-class GraphError(ValueError):
-    """A malformed graph or a bad reference to a node or tensor."""
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    """What is known statically about a tensor: dtype and shape (``None`` = unknown)."""
-
-    dtype: np.dtype | None
-    shape: tuple[int | None, ...] | None
-
-    def __str__(self) -> str:
-        dtype = "?" if self.dtype is None else ("string" if self.dtype.kind in "OUS" else self.dtype.name)
-        if self.shape is None:
-            return f"{dtype}[?]"
-        return f"{dtype}[{','.join('?' if d is None else str(d) for d in self.shape)}]"
-
-    @property
-    def fully_known(self) -> bool:
-        return self.dtype is not None and self.shape is not None and None not in self.shape
-
-
-UNKNOWN = TensorSpec(None, None)
+__all__ = ["UNKNOWN", "Graph", "GraphError", "GraphFunction", "Node", "Tensor", "TensorSpec", "default_graph"]
 
 
 @dataclass(eq=False)
@@ -108,29 +88,8 @@ class Tensor:
     def __repr__(self) -> str:
         return f"<Tensor {self.name} {self.spec}>"
 
-    # NumPy-style operators; the functions live in ops.py (imported late to avoid a cycle).
-    def __add__(self, o: Any) -> Tensor: return _ops().add(self, o)
-    def __radd__(self, o: Any) -> Tensor: return _ops().add(o, self)
-    def __sub__(self, o: Any) -> Tensor: return _ops().subtract(self, o)
-    def __rsub__(self, o: Any) -> Tensor: return _ops().subtract(o, self)
-    def __mul__(self, o: Any) -> Tensor: return _ops().multiply(self, o)
-    def __rmul__(self, o: Any) -> Tensor: return _ops().multiply(o, self)
-    def __truediv__(self, o: Any) -> Tensor: return _ops().divide(self, o)
-    def __rtruediv__(self, o: Any) -> Tensor: return _ops().divide(o, self)
-    def __matmul__(self, o: Any) -> Tensor: return _ops().matmul(self, o)
-    def __neg__(self) -> Tensor: return _ops().negative(self)
-    def __gt__(self, o: Any) -> Tensor: return _ops().greater(self, o)
-    def __lt__(self, o: Any) -> Tensor: return _ops().less(self, o)
-
-    @property
-    def T(self) -> Tensor:  # noqa: N802 - NumPy's name
-        return _ops().transpose(self)
-
-
-def _ops() -> Any:
-    from xla_teach.graph import ops
-
-    return ops
+    # NumPy-style operators (+ - * / @, unary -, <, >, .T) are attached by ops.py, where the
+    # functions they call are defined (as jax.numpy attaches its array methods to JAX's arrays).
 
 
 @dataclass
@@ -189,8 +148,6 @@ class Graph:
         node_name = self.unique_name(name or op)
         node = Node(node_name, op, list(inputs), dict(attrs or {}), graph=self)
         if outputs is None:
-            from xla_teach.graph.op_registry import infer_outputs
-
             outputs = infer_outputs(node)
         node.outputs = list(outputs)
         self.nodes.append(node)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from xla_teach.graph.graph import UNKNOWN, GraphError, TensorSpec
+from xla_teach.graph.tensor_spec import UNKNOWN, GraphError, TensorSpec
 
 if TYPE_CHECKING:
     from xla_teach.graph.graph import Node

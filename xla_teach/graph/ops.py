@@ -260,3 +260,21 @@ def function_to_graph(fn: Callable[..., Any], *specs: tuple[Sequence[int], Any],
             raise GraphError(f"function_to_graph: {getattr(fn, '__name__', 'fn')} must return graph tensors, "
                              f"got {type(t).__name__}")
     return graph, outputs
+
+
+# ---- NumPy-style operators on graph tensors ----------------------------------------------------
+def _attach_operators() -> None:
+    """``x + y``, ``x @ w``, ``-x``, ``x > y``, ``x.T`` ... on a :class:`Tensor` add the nodes the
+    functions above add (JAX attaches its array methods the same way, from its NumPy layer)."""
+    binary = {"add": add, "sub": subtract, "mul": multiply, "truediv": divide, "matmul": matmul}
+    for name, fn in binary.items():
+        setattr(Tensor, f"__{name}__", lambda self, other, fn=fn: fn(self, other))
+        if name != "matmul":
+            setattr(Tensor, f"__r{name}__", lambda self, other, fn=fn: fn(other, self))
+    Tensor.__neg__ = lambda self: negative(self)  # type: ignore[method-assign]
+    Tensor.__gt__ = lambda self, other: greater(self, other)  # type: ignore[method-assign]
+    Tensor.__lt__ = lambda self, other: less(self, other)  # type: ignore[method-assign]
+    Tensor.T = property(lambda self: transpose(self))  # type: ignore[attr-defined]
+
+
+_attach_operators()

@@ -3,12 +3,19 @@
 Passes and tools often need "the same module, but mine to change" (the pipeline
 recorder keeps the text before each pass; bisect tries candidate modules). A
 clone keeps every name, so it prints exactly like the original.
+
+Copies are made with the classes of the originals (``type(module)(...)``), so this module needs
+:mod:`xla_teach.hlo.ir` only for its type hints and ``HloModule.clone`` can call it.
 """
 
 from __future__ import annotations
 
-from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from typing import TYPE_CHECKING
+
 from xla_teach.hlo.opcodes import AttrKind
+
+if TYPE_CHECKING:
+    from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 
 
 def _remap_attrs(instr: HloInstruction, comp_map: dict[int, HloComputation]) -> dict:
@@ -33,7 +40,7 @@ def clone_computation_into(
     # may be a schedule.
     created: dict[int, HloInstruction] = {}
     for old in source.post_order():
-        new = HloInstruction(
+        new = type(old)(
             old.opcode, old.shape, [created[o.unique_id] for o in old.operands],
             _remap_attrs(old, comp_map), old.name,
         )
@@ -52,7 +59,7 @@ def clone_computation_into(
 
 
 def clone_module(module: HloModule, name: str | None = None) -> HloModule:
-    clone = HloModule(name or module.name)
+    clone = type(module)(name or module.name)
     clone.is_scheduled = module.is_scheduled
     clone.input_output_alias = module.input_output_alias
     clone.entry_computation_layout = module.entry_computation_layout
@@ -60,7 +67,7 @@ def clone_module(module: HloModule, name: str | None = None) -> HloModule:
     clone.stack_frame_tables = [(h, list(rows)) for h, rows in module.stack_frame_tables]
     comp_map: dict[int, HloComputation] = {}
     for comp in module.computations:
-        comp_map[id(comp)] = HloComputation(comp.name)
+        comp_map[id(comp)] = type(comp)(comp.name)
     for comp in module.computations:
         new_comp = comp_map[id(comp)]
         clone_computation_into(comp, new_comp, comp_map)

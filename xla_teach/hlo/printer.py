@@ -17,14 +17,15 @@ sharding, frontend_attributes, control-predecessors, metadata, backend_config.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xla_teach.hlo.attributes import padding_to_text, quote_string, slice_to_text
-from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.hlo.entry_layout import entry_layout_shapes
 from xla_teach.hlo.literal import value_literal_to_text
 from xla_teach.hlo.opcodes import AttrKind
-from xla_teach.hlo.shape import Shape
-from xla_teach.hlo.verifier import entry_layout_problems
+
+if TYPE_CHECKING:
+    from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 
 LARGE_CONSTANT_ELEMENTS = 10  # dumps elide constants with more elements unless asked not to
 
@@ -161,16 +162,6 @@ def computation_to_text(comp: HloComputation, **kwargs: Any) -> str:
         closing += f", execution_thread={quote_string(comp.execution_thread)}"
     lines.append(closing)
     return "\n".join(lines)
-
-
-def entry_layout_shapes(module: HloModule) -> tuple[tuple[Shape, ...], Shape]:
-    """Parameter and result shapes the caller sees: the module's recorded
-    ``entry_computation_layout`` when it still fits the ENTRY, else the ENTRY's own shapes."""
-    entry = module.entry
-    recorded = module.entry_computation_layout
-    if recorded is not None and not entry_layout_problems(module):
-        return recorded
-    return tuple(p.shape for p in entry.parameter_instructions), entry.root.shape
 
 
 def entry_computation_layout_text(module: HloModule) -> str:

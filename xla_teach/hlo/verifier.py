@@ -33,6 +33,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from xla_teach.hlo.attributes import ConvDimensionNumbers, PaddingDim, SliceDim, Window
+from xla_teach.hlo.entry_layout import entry_layout_problems
 from xla_teach.hlo.errors import ShapeError, VerificationError, shape_text, shapes_text
 from xla_teach.hlo.input_output_alias import shape_index_text
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
@@ -162,27 +163,6 @@ def _subshape(shape: Shape, index: tuple[int, ...]) -> Shape | None:
             return None
         shape = shape.tuple_shapes[i]
     return shape
-
-
-def entry_layout_problems(module: HloModule) -> list[str]:
-    """``entry_computation_layout`` must describe the ENTRY: one shape per parameter and
-    the result, each with the same element type and dimensions (layouts may differ: they
-    say how the caller's buffers are laid out). XLA's verifier checks the same."""
-    recorded = module.entry_computation_layout
-    entry = module.entry_computation
-    if recorded is None or entry is None or entry.root_instruction is None:
-        return []
-    params, result = recorded
-    own = [p.shape for p in sorted(entry.parameter_instructions, key=lambda p: p.parameter_number)]
-    what = "entry_computation_layout"
-    if len(params) != len(own):
-        return [f"{what} lists {len(params)} parameters but ENTRY %{entry.name} has {len(own)}"]
-    problems = [f"{what}: parameter {i} is {shape_text(want)} but ENTRY parameter {i} is {shape_text(got)}"
-                for i, (want, got) in enumerate(zip(params, own, strict=True)) if not want.compatible(got)]
-    if not result.compatible(entry.root.shape):
-        problems.append(f"{what}: the result is {shape_text(result)} but the ENTRY root is "
-                        f"{shape_text(entry.root.shape)}")
-    return problems
 
 
 def input_output_alias_problems(module: HloModule) -> list[str]:

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from xla_teach.hlo.evaluator.devices import DeviceContext
+from xla_teach.hlo.evaluator.device_context import DeviceContext
 
 _state: dict[str, Any] = {}
 
@@ -146,7 +146,7 @@ class MpiRendezvous:
 def run_here(run_one: Callable[[DeviceContext], list[np.ndarray]]) -> list[list[np.ndarray]]:
     """Run this process's device (``run_one(device)``), then gather every device's results, so
     that each process holds them all (for putting the global outputs back together)."""
-    from xla_teach.hlo.evaluator.devices import as_device
+    from xla_teach.hlo.evaluator.device_context import as_device
 
     if not _state:
         raise DistributedError("distributed.initialize() was not called")

@@ -257,7 +257,7 @@ class CollectiveThunk(Thunk):
 
     def run(self, buffers: RunValues) -> None:
         from xla_teach.hlo.evaluator.core import HloEvaluator
-        from xla_teach.hlo.evaluator.devices import current_device
+        from xla_teach.hlo.evaluator.device_context import current_device
 
         # host_array copies: another device reads them after this one has moved on and reused its buffers.
         values = [buffers.host_array(s, shape) for s, shape in self.operands]

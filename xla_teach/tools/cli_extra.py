@@ -27,7 +27,7 @@ def _configure_render(p: argparse.ArgumentParser) -> None:
 
 
 def _run_render(a: argparse.Namespace) -> int:
-    from xla_teach.tools.render import render_to_file
+    from xla_teach.tools.html_report import render_to_file
     from xla_teach.tools.tool_support import compile_on, load_hlo_input
 
     module = load_hlo_input(a.file).module

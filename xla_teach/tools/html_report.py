@@ -25,9 +25,13 @@ import html
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xla_teach.passes.pass_base import PassRecord, PassRecorder
+from xla_teach.tools.render import GraphvizNotFound, RenderError, hlo_to_dot, svg_for_inline, to_png, to_svg
+
+if TYPE_CHECKING:
+    from xla_teach.hlo.ir import HloComputation, HloModule
 
 REPORT_CSS = """
 body { font-family: Helvetica, Arial, sans-serif; margin: 0; color: #212121; }
@@ -123,8 +127,6 @@ def scope_svg_ids(svg: str, prefix: str) -> str:
 
 
 def _inline_svg(dot_text: str, svg: str | None, scope: str) -> str:
-    from xla_teach.tools.render import GraphvizNotFound, RenderError, svg_for_inline, to_svg
-
     if svg is None:
         try:
             svg = to_svg(dot_text)
@@ -151,6 +153,32 @@ def graph_page(dot_text: str, title: str = "HLO graph", svg: str | None = None) 
             f"{_inline_svg(dot_text, svg, 'g_')}\n<details><summary>DOT source</summary>"
             f"<pre>{esc(dot_text)}</pre></details></main>")
     return _page(title, body)
+
+
+FORMATS = ("dot", "svg", "png", "html")
+
+
+def render_to_file(obj: HloModule | HloComputation | str, path: str | Path, fmt: str | None = None, *,
+                   overwrite: bool = False, **options: object) -> Path:
+    """Write ``obj``'s graph to ``path`` as dot, svg, png or html (default: from the
+    file extension). An existing file is only replaced with ``overwrite=True``."""
+    path = Path(path)
+    fmt = (fmt or path.suffix.lstrip(".")).lower()
+    if fmt not in FORMATS:
+        raise RenderError(f"unknown graph format '{fmt}' for {path}: use one of {', '.join(FORMATS)}")
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} already exists; not overwriting it (choose another name, e.g. with -o; "
+                              "from Python, overwrite=True replaces it)")
+    dot_text = hlo_to_dot(obj, **options)  # type: ignore[arg-type]
+    if fmt == "dot":
+        path.write_text(dot_text)
+    elif fmt == "svg":
+        path.write_text(to_svg(dot_text))
+    elif fmt == "png":
+        path.write_bytes(to_png(dot_text))
+    else:
+        path.write_text(graph_page(dot_text, title=path.stem))
+    return path
 
 
 # ---- the pass report ------------------------------------------------------------------
@@ -202,8 +230,6 @@ class GraphCache:
     def svg(self, text: str, highlight: frozenset[str]) -> str:
         key = (text, highlight)
         if key not in self.cache:
-            from xla_teach.tools.render import hlo_to_dot
-
             self.count += 1
             try:
                 dot_text = hlo_to_dot(text, highlight=highlight, **self.options)

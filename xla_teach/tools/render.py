@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.tools import render_style as style
@@ -46,7 +45,7 @@ from xla_teach.tools.render_graphviz import (
 )
 
 __all__ = ["DEFAULT_MAX_NODES", "GraphvizNotFound", "RenderError", "have_dot", "hlo_to_dot", "render_png",
-           "render_svg", "render_to_file", "run_dot", "svg_for_inline", "to_png", "to_svg"]
+           "render_svg", "run_dot", "svg_for_inline", "to_png", "to_svg"]
 
 DEFAULT_MAX_NODES = 250
 _CONTROL_FLOW = ("while", "conditional", "call")
@@ -363,31 +362,3 @@ def render_svg(obj: HloModule | HloComputation | str, **options: object) -> str:
 def render_png(obj: HloModule | HloComputation | str, **options: object) -> bytes:
     """``to_png(hlo_to_dot(obj, **options))``."""
     return to_png(hlo_to_dot(obj, **options))  # type: ignore[arg-type]
-
-
-FORMATS = ("dot", "svg", "png", "html")
-
-
-def render_to_file(obj: HloModule | HloComputation | str, path: str | Path, fmt: str | None = None, *,
-                   overwrite: bool = False, **options: object) -> Path:
-    """Write ``obj``'s graph to ``path`` as dot, svg, png or html (default: from the
-    file extension). An existing file is only replaced with ``overwrite=True``."""
-    path = Path(path)
-    fmt = (fmt or path.suffix.lstrip(".")).lower()
-    if fmt not in FORMATS:
-        raise RenderError(f"unknown graph format '{fmt}' for {path}: use one of {', '.join(FORMATS)}")
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} already exists; not overwriting it (choose another name, e.g. with -o; "
-                              "from Python, overwrite=True replaces it)")
-    dot_text = hlo_to_dot(obj, **options)  # type: ignore[arg-type]
-    if fmt == "dot":
-        path.write_text(dot_text)
-    elif fmt == "svg":
-        path.write_text(to_svg(dot_text))
-    elif fmt == "png":
-        path.write_bytes(to_png(dot_text))
-    else:
-        from xla_teach.tools.html_report import graph_page
-
-        path.write_text(graph_page(dot_text, title=path.stem))
-    return path

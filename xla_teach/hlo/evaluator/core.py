@@ -26,7 +26,7 @@ import numpy as np
 
 from xla_teach.hlo.evaluator.arguments import check_arguments
 from xla_teach.hlo.evaluator.denormals import atan2_of_denormals, computes, flush_value, reads_denormals
-from xla_teach.hlo.evaluator.devices import current_device
+from xla_teach.hlo.evaluator.device_context import current_device
 from xla_teach.hlo.evaluator.fast_paths import ScalarOpPattern, SortKey, match_scalar_computation, match_sort_comparator
 from xla_teach.hlo.evaluator.registry import HANDLERS, EvaluationError, Token, Value, flatten_value
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule

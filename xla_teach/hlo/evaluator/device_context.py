@@ -1,0 +1,103 @@
+"""What one simulated device is while the interpreter runs it: its index and the meeting place
+(:class:`Rendezvous`) its collectives share with the other devices.
+
+The interpreter's core asks :func:`current_device` which device its thread runs; the runners in
+:mod:`~xla_teach.hlo.evaluator.devices` set it with :func:`as_device`. Keeping these here, below
+both, lets the runners build evaluators without the core importing them back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from xla_teach.hlo.replica_groups import expand_replica_groups
+
+if TYPE_CHECKING:
+    from xla_teach.hlo.ir import HloInstruction
+
+WAIT_SECONDS = 60.0  # a device that never arrives (a deadlocked program) fails the run
+
+
+class Rendezvous:
+    """Where the devices' collectives meet. A meeting is keyed by the instruction and how many
+    times this device has run it (loops run an instruction again)."""
+
+    def __init__(self, devices: int) -> None:
+        self.devices = devices
+        self._cond = threading.Condition()
+        self._deposits: dict[tuple[str, int, int], dict[int, Any]] = {}
+        self._collected: dict[tuple[str, int, int], int] = {}  # members that took a meeting's values
+        self.failed: BaseException | None = None
+
+    def exchange(self, key: tuple[str, int], group: list[int], device: int, value: Any) -> dict[int, Any]:
+        """Deposit ``value``; return every group member's, once all have deposited. ``key`` is
+        the collective's name and how many times this device has run it."""
+        meeting = (*key, min(group))
+        with self._cond:
+            self._deposits.setdefault(meeting, {})[device] = value
+            self._cond.notify_all()
+            arrived = self._cond.wait_for(
+                lambda: self.failed is not None or len(self._deposits[meeting]) == len(group), WAIT_SECONDS)
+            if self.failed is not None:
+                raise RuntimeError(f"another device failed: {self.failed}") from self.failed
+            if not arrived:
+                missing = sorted(set(group) - set(self._deposits[meeting]))
+                raise RuntimeError(f"devices {missing} never reached this collective (a deadlock?)")
+            values = dict(self._deposits[meeting])
+            self._collected[meeting] = self._collected.get(meeting, 0) + 1
+            if self._collected[meeting] == len(group):  # the last member forgets the meeting
+                del self._deposits[meeting], self._collected[meeting]
+            return values
+
+    def fail(self, error: BaseException) -> None:
+        with self._cond:
+            if self.failed is None:
+                self.failed = error
+            self._cond.notify_all()
+
+
+@dataclass
+class DeviceContext:
+    """One simulated device: its index and the rendezvous it shares with the others."""
+
+    index: int
+    rendezvous: Any  # a Rendezvous, or distributed.MpiRendezvous: exchange(key, group, device, value), fail(error)
+    _runs: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return self.rendezvous.devices
+
+    def group_of(self, instr: HloInstruction) -> list[int]:
+        for group in expand_replica_groups(str(instr.attrs.get("replica_groups") or "{}"), self.count):
+            if self.index in group:
+                return group
+        raise RuntimeError(f"{instr.name}: device {self.index} is in none of its replica_groups")
+
+    def exchange(self, instr: HloInstruction, group: list[int], value: Any) -> dict[int, Any]:
+        run = self._runs.get(instr.unique_id, 0)
+        self._runs[instr.unique_id] = run + 1
+        return self.rendezvous.exchange((instr.name, run), group, self.index, value)
+
+
+_current = threading.local()
+
+
+def current_device() -> DeviceContext | None:
+    """The simulated device this thread runs (None outside :func:`run_devices`)."""
+    return getattr(_current, "device", None)
+
+
+@contextmanager
+def as_device(device: DeviceContext) -> Iterator[None]:
+    """This thread runs ``device`` inside the ``with`` block (what :func:`current_device` returns)."""
+    previous = current_device()
+    _current.device = device
+    try:
+        yield
+    finally:
+        _current.device = previous
