@@ -19,7 +19,7 @@ HLO module, and the interpreter can run any HLO module, so:
 Write ``find_broken_pass(module, pipeline, args)``: return the name of the pass that
 broke the module, or ``None`` if every stage computes the right results.
 
-xla_teach has a tool for exactly this: ``xla_teach.tools.bisect.bisect_passes(module,
+xla_teach has a tool for exactly this: ``xla_teach.tools.bugs.bisect.bisect_passes(module,
 pipeline, args)`` returns a result whose ``.pass_name`` is the culprit ("" for none), and
 ``xla-teach bisect`` runs it from the command line. Use it -- or, to learn how it works,
 write steps 1-3 yourself (the grader accepts both).
@@ -37,8 +37,8 @@ from xla_teach.passes.pass_base import HloPassPipeline
 
 def find_broken_pass(module: HloModule, pipeline: HloPassPipeline, args: list[Any]) -> str | None:
     """The name of the first pass after which ``module`` computes something else, or None."""
-    # BEGIN SOLUTION: bisect the pipeline's stages (xla_teach.tools.bisect, or your own search)
-    from xla_teach.tools.bisect import bisect_passes
+    # BEGIN SOLUTION: bisect the pipeline's stages (xla_teach.tools.bugs.bisect, or your own search)
+    from xla_teach.tools.bugs.bisect import bisect_passes
 
     result = bisect_passes(module, pipeline, args)
     return result.pass_name or None

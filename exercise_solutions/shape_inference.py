@@ -1,7 +1,7 @@
 """Exercise `shape_inference`: the shape of a ``dot``, or why there is none.
 
 Every HLO instruction has a shape, and the builder, the parser and the verifier all compute it
-from the operands' shapes and the attributes (``xla_teach/hlo/shape_inference*.py``; XLA's
+from the operands' shapes and the attributes (``xla_teach/hlo/shape_inference/*.py``; XLA's
 ``ShapeInference``). Write the rule for ``dot``, the general matrix product::
 
     out = f32[B..., M..., N...] dot(f32[lhs] lhs, f32[rhs] rhs),

@@ -8,6 +8,7 @@ The stable public surface (other tools depend on these names):
 * :func:`execute` -- run a module on a backend (``"interpreter"`` is the reference).
 """
 
+from xla_teach import numpy as _numpy  # noqa: F401 - gives traced arrays their operators and methods
 from xla_teach.api import execute
 from xla_teach.frontend.autodiff import grad, jvp, value_and_grad, vjp
 from xla_teach.frontend.errors import CompilationError
@@ -19,15 +20,15 @@ from xla_teach.frontend.stages import Lowered as _Lowered
 from xla_teach.frontend.tracer import name_scope as named_scope
 from xla_teach.hlo.builder import XlaBuilder
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.hlo.parser import HloParseError, parse_hlo, parse_shape
 from xla_teach.hlo.shape import Layout, Shape
+from xla_teach.hlo.text.parser import HloParseError, parse_hlo, parse_shape
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.tools import dump as _dump  # noqa: F401 - subscribes the dumps to every compile
-from xla_teach.tools.display import install as _install_rich_display
+from xla_teach.tools.render.display import install as _install_rich_display
 
 __version__ = "0.1.0"
 
-# Jupyter shows modules as graphs, pass records as diffs (xla_teach/tools/display.py)
+# Jupyter shows modules as graphs, pass records as diffs (xla_teach/tools/render/display.py)
 _install_rich_display(_Lowered, _Compiled)
 
 __all__ = [

@@ -66,7 +66,7 @@ def _garbage_collection_paused() -> Iterator[None]:
 
 def _compile_module(module: HloModule | str, backend: str, options: CompileOptions | None) -> Any:
     if isinstance(module, str):
-        from xla_teach.hlo.parser import parse_hlo
+        from xla_teach.hlo.text.parser import parse_hlo
 
         module = parse_hlo(module)
     if not isinstance(module, HloModule):
@@ -121,7 +121,7 @@ def execute(module: HloModule | str, args: Sequence[Any], backend: str = DEFAULT
     -- and the outputs are put back together
     (:func:`~xla_teach.hlo.evaluator.devices.run_global`)."""
     if isinstance(module, str):
-        from xla_teach.hlo.parser import parse_hlo
+        from xla_teach.hlo.text.parser import parse_hlo
 
         module = parse_hlo(module)
     if isinstance(module, HloModule) and module.device_count() > 1:

@@ -35,7 +35,7 @@ from pass_examples import EXAMPLES, PREPARE
 
 from xla_teach.backends.cpu.cpu_pipeline import cpu_pipeline
 from xla_teach.hlo.ir import HloModule
-from xla_teach.hlo.parser import HloParseError, parse_hlo
+from xla_teach.hlo.text.parser import HloParseError, parse_hlo
 from xla_teach.passes.pass_base import HloPass, HloPassFix, HloPassPipeline, PassOptions, PassRecord, PassRecorder
 from xla_teach.tools.render import have_dot, hlo_to_dot, svg_for_inline, to_svg
 

@@ -122,7 +122,7 @@ ExplorerPage(explorer_file, explorer_file.read_text())
 # per argument and result. `load_snapshot` reads it back.
 
 # %%
-from xla_teach.tools.snapshot import load_snapshot
+from xla_teach.tools.bugs.snapshot import load_snapshot
 
 snapshot_path = dump_file("snapshot.0.npz")
 snapshot = load_snapshot(snapshot_path)
@@ -254,8 +254,8 @@ class CanonicalizeConstantsRight(HloPass):
 # of the CPU's passes and `inject_pass` inserts ours after a named pass.
 
 # %%
-from xla_teach.tools.bisect import bisect_compilation, inject_pass
-from xla_teach.tools.run_hlo_module import run_hlo_module
+from xla_teach.tools.bugs.bisect import bisect_compilation, inject_pass
+from xla_teach.tools.cli.run_hlo_module import run_hlo_module
 from xla_teach.tools.tool_support import backend_pipeline
 
 

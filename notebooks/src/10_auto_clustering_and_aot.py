@@ -108,7 +108,7 @@ print(strict.result.report())
 # %%
 from IPython.display import SVG, display
 
-from xla_teach.tools.render_graphviz import have_dot, to_svg
+from xla_teach.tools.render.graphviz import have_dot, to_svg
 
 dot_text = xg.graph_to_dot(marked, "after MarkForCompilation")
 if have_dot():

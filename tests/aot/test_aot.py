@@ -12,9 +12,9 @@ import pytest
 import xla_teach.numpy as xnp
 from xla_teach.aot import AotError, compile_aot
 from xla_teach.api import execute
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
+from xla_teach.tools.bugs.fake_data import fake_arguments
 from xla_teach.tools.cli import main as cli_main
-from xla_teach.tools.fake_data import fake_arguments
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (cc)")
 

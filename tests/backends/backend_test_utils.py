@@ -20,8 +20,8 @@ from xla_teach.hlo.evaluator.error_bounds import (
     unknown_bound,
 )
 from xla_teach.hlo.ir import HloModule
-from xla_teach.hlo.parser import parse_hlo
-from xla_teach.tools.fake_data import fake_arguments
+from xla_teach.hlo.text.parser import parse_hlo
+from xla_teach.tools.bugs.fake_data import fake_arguments
 
 ROOT = Path(__file__).parents[2]
 # Real XLA dumps with inputs and outputs (JAX 0.10.2 on the CPU), kept in the repository;

@@ -1,7 +1,7 @@
 """Small HLO modules exercising every opcode and fusion pattern, shared by the backend tests.
 
 Each case is ``(id, hlo_text)``; the tests run it with fake arguments
-(:func:`xla_teach.tools.fake_data.fake_arguments`) on a backend and on the reference
+(:func:`xla_teach.tools.bugs.fake_data.fake_arguments`) on a backend and on the reference
 interpreter and compare. The CPU tests execute them; the GPU tests assemble their PTX
 with ptxas everywhere and execute them where a device is present.
 """

@@ -15,7 +15,7 @@ import pytest
 
 from tests.hlo.test_multi_device_interpreter import COLLECTIVES
 from xla_teach.hlo.evaluator.devices import run_partitioned
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 pytest.importorskip("mpi4py", reason="MPI is not installed (pip install -e '.[mpi]')")
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")

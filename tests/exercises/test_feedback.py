@@ -174,7 +174,7 @@ def find_broken_pass(module, pipeline, args):
 OWN_BISECTION = '''
 import numpy as np
 from xla_teach.hlo.evaluator import evaluate_module
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.pass_base import PassOptions, PassRecorder
 
 def find_broken_pass(module, pipeline, args):

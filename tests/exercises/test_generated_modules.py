@@ -6,9 +6,9 @@ import pytest
 
 from xla_teach.exercises.graders import algsimp_rule, bisect, cse, dce, fusion_decision
 from xla_teach.hlo.evaluator import evaluate_module
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.hlo.verifier import verify_module
-from xla_teach.tools.fake_data import fake_arguments
+from xla_teach.tools.bugs.fake_data import fake_arguments
 
 GENERATORS = [
     dce.dead_code_module, lambda s: dce.dead_code_module(s, side_effects=True, dead_reduce=True),

@@ -186,7 +186,7 @@ def test_the_grader_never_runs_a_returned_module_far_costlier_than_its_input() -
     import time
 
     from xla_teach.exercises.hlo_checks import check_same_results, evaluation_cost
-    from xla_teach.hlo.parser import parse_hlo
+    from xla_teach.hlo.text.parser import parse_hlo
 
     small = parse_hlo("HloModule s\n\nENTRY %m (p: f32[4,4]) -> f32[4,4] {\n  %p = f32[4,4]{1,0} parameter(0)\n"
                       "  ROOT %n = f32[4,4]{1,0} negate(%p)\n}\n")

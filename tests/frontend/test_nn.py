@@ -11,7 +11,7 @@ import xla_teach
 import xla_teach.nn as nn
 import xla_teach.numpy as xnp
 from tests.frontend.frontend_test_utils import assert_matches, run
-from xla_teach.hlo.builder_ops import make_padding
+from xla_teach.hlo.builder.ops import make_padding
 
 rng = np.random.default_rng(3)
 X = rng.normal(size=(2, 5, 4)).astype(np.float32) * 3

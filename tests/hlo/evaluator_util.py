@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 
 from xla_teach.hlo.evaluator import HloEvaluator
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 BF16 = ml_dtypes.bfloat16
 

@@ -8,9 +8,9 @@ import pytest
 from xla_teach.hlo.attributes import Window
 from xla_teach.hlo.errors import ShapeError
 from xla_teach.hlo.ir import HloComputation
-from xla_teach.hlo.parser import parse_hlo, parse_shape
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.shape_inference import infer_shape
+from xla_teach.hlo.text.parser import parse_hlo, parse_shape
 
 # Small computations the rules check signatures of.
 _COMPUTATIONS = parse_hlo("""

@@ -11,7 +11,7 @@ import pytest
 
 from xla_teach.api import compile_module
 from xla_teach.hlo.evaluator.devices import run_devices, run_partitioned
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.hlo.verifier import verify_module
 
 PAIRS = """HloModule async_pairs, num_partitions=4

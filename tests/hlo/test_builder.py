@@ -10,8 +10,8 @@ from xla_teach.hlo.builder import XlaBuilder, XlaOp, make_padding
 from xla_teach.hlo.errors import ShapeError
 from xla_teach.hlo.ir import HloComputation, HloModule
 from xla_teach.hlo.opcodes import OPCODES
-from xla_teach.hlo.parser import parse_hlo
 from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.hlo.verifier import verify_module
 
 F32 = Shape.scalar("f32")

@@ -18,7 +18,7 @@ import xla_teach
 from tests.hlo.corpus_oracles import ORACLES
 from tests.hlo.corpus_oracles.special import philox4x32_10
 from xla_teach.hlo.ir import HloModule
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.hlo.verifier import verify_module
 
 CORPUS_DIR = Path(__file__).parents[1] / "corpus"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import xla_teach
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 NO_WINDOW = """HloModule m, entry_computation_layout={(f32[2,3]{1,0}, f32[4,3]{1,0}, f32[])->(f32[2,4]{1,0}, f32[])}
 

@@ -13,7 +13,7 @@ import pytest
 
 from xla_teach.hlo.evaluator import HloEvaluator
 from xla_teach.hlo.evaluator.error_bounds import BoundsUnavailable, error_bounds, outside_bound, unknown_bound
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 U32 = 2.0**-24
 

@@ -8,8 +8,8 @@ import pytest
 from tests.hlo.evaluator_util import run_hlo
 from xla_teach.hlo.evaluator import EvaluationError, HloEvaluator, evaluate_instruction, evaluate_module
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.hlo.parser import parse_hlo
 from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.text.parser import parse_hlo
 
 WHILE = """HloModule t
 %cond (s: (s32[], f32[3])) -> pred[] {

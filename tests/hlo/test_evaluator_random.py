@@ -8,7 +8,7 @@ import pytest
 from tests.hlo.evaluator_util import run_hlo
 from xla_teach.hlo.evaluator import HloEvaluator
 from xla_teach.hlo.evaluator.random import philox4x32
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.hlo.verifier import verify_module
 
 MASK = 0xFFFFFFFF

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from xla_teach.hlo.evaluator import HloEvaluator
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 SAMPLES = Path(__file__).parents[2] / "tests" / "data" / "xla_samples"
 PROGRAMS = sorted(p for p in SAMPLES.glob("*") if (p / "meta.json").is_file()) if SAMPLES.is_dir() else []

@@ -8,8 +8,8 @@ import pytest
 
 from xla_teach.hlo.evaluator import HloEvaluator
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule, NameUniquer
-from xla_teach.hlo.parser import parse_hlo
 from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.hlo.types import PrimitiveType
 
 F32_4 = Shape.array(PrimitiveType.F32, (4,))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from xla_teach.hlo.evaluator.devices import run_partitioned
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 DATA = Path(__file__).parents[1] / "data" / "spmd"
 # XLA's SPMD programs (tests/data/spmd/generate.py): sums and a transpose on a 2x2 mesh, data parallelism,

@@ -21,9 +21,9 @@ from xla_teach.hlo.opcodes import (
     OpKind,
     opcodes_with,
 )
-from xla_teach.hlo.parser import parse_hlo
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.shape_inference import DECLARED_SHAPE_OPCODES, INFERENCE_RULES, infer_shape
+from xla_teach.hlo.text.parser import parse_hlo
 
 
 def test_every_set_of_opcodes_comes_from_the_traits_and_every_trait_names_real_opcodes() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xla_teach.hlo.parser import HloParseError, parse_hlo, parse_shape
 from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.text.parser import HloParseError, parse_hlo, parse_shape
 
 AXPY_LONG = """\
 HloModule axpy_sum, entry_computation_layout={(f32[], f32[4,3]{1,0}, f32[4,3]{1,0})->(f32[4,3]{1,0}, f32[3]{0})}

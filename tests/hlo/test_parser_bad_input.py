@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from xla_teach.hlo.parser import HloParseError, parse_hlo, parse_shape
+from xla_teach.hlo.text.parser import HloParseError, parse_hlo, parse_shape
 
 
 def _module(root: str) -> str:

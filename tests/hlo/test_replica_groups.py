@@ -9,9 +9,9 @@ import pytest
 
 from xla_teach.api import execute
 from xla_teach.hlo.errors import ShapeError
-from xla_teach.hlo.parser import parse_hlo, parse_shape
 from xla_teach.hlo.replica_groups import expand_replica_groups, replica_groups_syntax_ok
 from xla_teach.hlo.shape_inference import infer_shape
+from xla_teach.hlo.text.parser import parse_hlo, parse_shape
 from xla_teach.hlo.verifier import verify_module
 
 # As XLA 0.10.2 writes it for jnp.tanh(x).sum() with x sharded over a 2x2 mesh (4 host devices).

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.hlo.verifier import verify_module
 
 SAMPLES = Path(__file__).parents[2] / "tests" / "data" / "xla_samples"

@@ -8,7 +8,7 @@ from tests.hlo.inference_helpers import S, error, infer
 from xla_teach.hlo.attributes import PaddingDim, SliceDim
 from xla_teach.hlo.opcodes import OPCODES
 from xla_teach.hlo.shape_inference import INFERENCE_RULES, needs_declared_shape
-from xla_teach.hlo.shape_inference_elementwise import UNARY_TYPE_RULES
+from xla_teach.hlo.shape_inference.elementwise import UNARY_TYPE_RULES
 
 
 # ---------------------------------------------------------------------------------------

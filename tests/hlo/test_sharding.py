@@ -13,8 +13,8 @@ import pytest
 from xla_teach.api import execute
 from xla_teach.hlo.errors import VerificationError
 from xla_teach.hlo.evaluator.devices import run_global
-from xla_teach.hlo.parser import HloParseError, parse_hlo
 from xla_teach.hlo.sharding import HloSharding, ShardingError, parse_sharding
+from xla_teach.hlo.text.parser import HloParseError, parse_hlo
 from xla_teach.hlo.verifier import verify_module
 
 DATA = Path(__file__).parents[1] / "data" / "spmd"

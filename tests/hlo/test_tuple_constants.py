@@ -18,7 +18,7 @@ from xla_teach.api import compile_module
 from xla_teach.backends.gpu.nvptx import assemble_with_ptxas, ptxas_path
 from xla_teach.hlo.errors import ShapeError, VerificationError
 from xla_teach.hlo.evaluator import evaluate_module
-from xla_teach.hlo.parser import HloParseError, parse_hlo
+from xla_teach.hlo.text.parser import HloParseError, parse_hlo
 from xla_teach.hlo.verifier import verify_module
 from xla_teach.passes.expanders import TupleConstantSplitter
 from xla_teach.passes.simplifiers.constant_folding import ConstantFolding

@@ -11,8 +11,8 @@ import pytest
 
 from xla_teach.hlo.errors import VerificationError
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.hlo.parser import parse_hlo
 from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.hlo.verifier import MAX_REPORTED, verify_computation, verify_module
 
 GOOD = """\

@@ -16,7 +16,7 @@ import pytest
 
 from tests.backends.backend_test_utils import assert_matches_xla
 from xla_teach.api import execute
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.hlo.verifier import verify_module
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "xla_optimized"

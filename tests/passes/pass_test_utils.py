@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from xla_teach.hlo.ir import HloModule
-from xla_teach.hlo.parser import parse_hlo
 from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.pass_base import HloPass
 
 

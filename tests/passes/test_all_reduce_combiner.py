@@ -9,7 +9,7 @@ import numpy as np
 
 from xla_teach.api import compile_module
 from xla_teach.hlo.evaluator.devices import run_devices, run_partitioned
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.spmd.all_reduce_combiner import AllReduceCombiner
 
 MODULE = """HloModule m, num_partitions=4

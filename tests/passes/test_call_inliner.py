@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from tests.passes.pass_test_utils import assert_same_results, check_pass
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.simplifiers.call_inliner import CallInliner
 
 FORI_LOOP = Path(__file__).resolve().parents[2] / "tests" / "data" / "xla_samples" / "fori_loop" / "before_optimizations.txt"

@@ -12,7 +12,7 @@ import pytest
 from tests.passes.pass_test_utils import assert_same_results, check_pass
 from xla_teach.api import compile_module
 from xla_teach.hlo.evaluator import evaluate_module
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.expanders.conditional_to_select import ConditionalToSelect
 
 BRANCH_INDEX_MAP = """

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from xla_teach.api import compile_module
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.simplifiers.constant_folding import ConstantFolding
 
 CONV = """HloModule fuzz_20163

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.passes.pass_test_utils import assert_same_results, check_pass
 from xla_teach.api import compile_module
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.fusion.defuser import Defuser, defuse_module
 
 

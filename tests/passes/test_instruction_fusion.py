@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from tests.hypothesis_modules import hlo_modules
 from tests.passes.pass_test_utils import assert_same_results, check_pass
 from xla_teach.hlo.ir import HloInstruction, HloModule
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.hlo.verifier import verify_module
 from xla_teach.passes.fusion import fusion_rules
 from xla_teach.passes.fusion.fusion_rules import FusionConfig, fusion_decision, is_cheap_fusion

@@ -9,7 +9,7 @@ import numpy as np
 
 from xla_teach.api import compile_module
 from xla_teach.hlo.evaluator import HloEvaluator
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.lowering.layout_assignment import LayoutAssignment
 
 # w - 0.1 * transpose(g^T x): the shape of JAX's SGD update of a weight matrix

@@ -14,7 +14,7 @@ from tests.hypothesis_modules import hlo_modules
 from tests.passes.pass_test_utils import assert_same_results
 from xla_teach.backends.cpu.cpu_pipeline import cpu_pipeline
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.pass_base import HloPassPipeline, PassOptions, PassRecorder
 from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment
 from xla_teach.passes.scheduling.hlo_memory_scheduler import (

@@ -14,7 +14,7 @@ import pytest
 from tests.passes.pass_test_utils import assert_same_results, check_pass
 from xla_teach.hlo.evaluator import evaluate_module
 from xla_teach.hlo.ir import HloModule
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.fusion.instruction_fusion import InstructionFusion, fusible_computations
 from xla_teach.passes.fusion.multi_output_fusion import MultiOutputFusion
 from xla_teach.passes.pass_base import HloPassPipeline, PassOptions, PassRecorder

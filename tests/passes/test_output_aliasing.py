@@ -15,8 +15,8 @@ from xla_teach.api import compile_module
 from xla_teach.hlo.errors import VerificationError
 from xla_teach.hlo.evaluator import evaluate_module
 from xla_teach.hlo.input_output_alias import HloInputOutputAliasConfig
-from xla_teach.hlo.lexer import HloParseError
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.lexer import HloParseError
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.hlo.verifier import verify_module
 from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment
 from xla_teach.passes.scheduling.hlo_memory_scheduler import HloMemoryScheduler

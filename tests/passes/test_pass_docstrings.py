@@ -19,7 +19,7 @@ import pytest
 from tests.passes.pass_test_utils import check_pass
 from xla_teach.backends.cpu.cpu_pipeline import cpu_pipeline
 from xla_teach.backends.gpu.gpu_pipeline import gpu_pipeline
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.pass_base import HloPass, HloPassPipeline
 from xla_teach.passes.pipeline import default_pipeline
 

@@ -13,7 +13,7 @@ from xla_teach.backends.cpu.cpu_pipeline import cpu_pipeline
 from xla_teach.backends.gpu.gpu_pipeline import gpu_pipeline
 from xla_teach.hlo.evaluator import evaluate_module
 from xla_teach.hlo.ir import HloModule
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.pass_base import (
     HloPass,
     HloPassFix,

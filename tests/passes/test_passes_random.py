@@ -30,8 +30,8 @@ from xla_teach.hlo.builder import XlaBuilder
 from xla_teach.hlo.evaluator import evaluate_module
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.opcodes import ELEMENTWISE_KINDS, OPCODES
-from xla_teach.hlo.parser import parse_hlo
 from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.hlo.verifier import verify_module
 from xla_teach.passes.lowering.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.passes.pass_base import HloPass, HloPassPipeline, PassOptions

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import xla_teach
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment
 from xla_teach.passes.scheduling.heap_simulator import peak_live_bytes
 

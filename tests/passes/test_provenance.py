@@ -15,7 +15,7 @@ import xla_teach as xt
 import xla_teach.numpy as xnp
 from xla_teach.api import compile_module
 from xla_teach.hlo.ir import HloModule
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from examples.models import MODELS  # noqa: E402

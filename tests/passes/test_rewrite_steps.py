@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.fusion.fusion_rules import FusionConfig, fusion_decision
 from xla_teach.passes.fusion.instruction_fusion import InstructionFusion
 from xla_teach.passes.pass_base import HloPassPipeline, PassOptions, PassRecorder

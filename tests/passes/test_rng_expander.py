@@ -10,7 +10,7 @@ import pytest
 
 from tests.passes.pass_test_utils import check_pass, random_inputs, special_inputs
 from xla_teach.hlo.evaluator import evaluate_module
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.expanders.rng_expander import RngExpander
 
 

@@ -4,7 +4,7 @@ fixed point, notes in the stage records, and disabling passes by XLA name."""
 from __future__ import annotations
 
 from tests.passes.pass_test_utils import assert_same_results, canonical
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.pass_base import PassOptions, PassRecorder
 from xla_teach.passes.pipeline import default_pipeline
 

@@ -14,7 +14,7 @@ import pytest
 from xla_teach.api import compile_module
 from xla_teach.hlo.evaluator import HloEvaluator
 from xla_teach.hlo.evaluator.devices import run_devices, run_global
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.spmd import spmd_partitioner
 from xla_teach.passes.spmd.spmd_partitioner import SpmdPartitioner, partition
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.passes.pass_test_utils import assert_bitwise_same, check_pass
 from xla_teach.hlo.evaluator import evaluate_module
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.expanders.topk_decomposer import TopkDecomposer
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.passes.pass_test_utils import check_pass
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.lowering.while_loop_trip_count_annotator import WhileLoopTripCountAnnotator, trip_count
 
 LOOP = """HloModule m

@@ -11,7 +11,7 @@ import pytest
 from xla_teach import flags
 from xla_teach.api import compile_module
 from xla_teach.backends.options import CompileOptions
-from xla_teach.hlo.lexer import HloParseError
+from xla_teach.hlo.text.lexer import HloParseError
 
 HLO = "HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT y = f32[4] add(x, x)\n}\n"
 

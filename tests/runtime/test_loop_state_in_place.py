@@ -10,7 +10,7 @@ import numpy as np
 
 from xla_teach.api import compile_module
 from xla_teach.hlo.evaluator import HloEvaluator
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 LOOP = """HloModule loop
 cond {

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
+from xla_teach.tools.bugs.snapshot import SnapshotError, load_snapshot, save_snapshot
 from xla_teach.tools.cli import main
-from xla_teach.tools.snapshot import SnapshotError, load_snapshot, save_snapshot
 from xla_teach.tools.tool_support import ToolError, load_hlo_input, load_literals
 
 TWO_PARAMS = """

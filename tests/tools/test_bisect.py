@@ -7,13 +7,19 @@ import numpy as np
 import pytest
 
 from xla_teach.hlo.evaluator import evaluate_module
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.pass_base import HloPass, HloPassPipeline
 from xla_teach.passes.simplifiers.dce import DeadCodeElimination
-from xla_teach.tools.bisect import BrokenMultiplyToAdd, bisect_compilation, bisect_passes, inject_pass, write_reproducer
-from xla_teach.tools.fake_data import fake_arguments
-from xla_teach.tools.shrink import as_parameter, shrink_module, with_root, without_output
-from xla_teach.tools.snapshot import load_snapshot
+from xla_teach.tools.bugs.bisect import (
+    BrokenMultiplyToAdd,
+    bisect_compilation,
+    bisect_passes,
+    inject_pass,
+    write_reproducer,
+)
+from xla_teach.tools.bugs.fake_data import fake_arguments
+from xla_teach.tools.bugs.shrink import as_parameter, shrink_module, with_root, without_output
+from xla_teach.tools.bugs.snapshot import load_snapshot
 from xla_teach.tools.tool_support import ToolError, backend_pipeline, reference_outputs
 
 SEED = """

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from xla_teach.flags import flags_table_markdown
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
+from xla_teach.tools.bugs.fake_data import fake_arguments
+from xla_teach.tools.bugs.snapshot import load_snapshot, save_snapshot
 from xla_teach.tools.cli import SUBCOMMANDS, main
-from xla_teach.tools.fake_data import fake_arguments
-from xla_teach.tools.snapshot import load_snapshot, save_snapshot
 
 EXAMPLE = """
 HloModule cli_example

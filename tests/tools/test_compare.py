@@ -12,7 +12,7 @@ import pytest
 
 from tests.tools.test_explorer import mlp_compiled
 from xla_teach import flags
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.tools.explorer.compare import instruction_mapping
 from xla_teach.tools.explorer.pass_view import final_names
 from xla_teach.tools.explorer.structural_diff import structural_diff

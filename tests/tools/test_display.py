@@ -9,8 +9,9 @@ import pytest
 import xla_teach
 from tests.tools.dump_test_utils import XLA_DUMP, seed_hlo
 from xla_teach.api import compile_module
-from xla_teach.hlo.parser import parse_hlo
-from xla_teach.tools import display, render
+from xla_teach.hlo.text.parser import parse_hlo
+from xla_teach.tools import render
+from xla_teach.tools.render import display
 
 pytestmark = pytest.mark.skipif(not XLA_DUMP.is_dir(), reason="tests/data/xla_samples not present")
 needs_dot = pytest.mark.skipif(not render.have_dot(), reason="Graphviz dot not installed")

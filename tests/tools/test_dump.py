@@ -19,7 +19,7 @@ import pytest
 from tests.tools.dump_test_utils import XLA_DUMP, kind_of, seed_hlo
 from xla_teach import flags
 from xla_teach.api import compile_module, execute
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.pass_base import PassRecord
 from xla_teach.tools.dump import DumpError, ModuleDumper, after_optimizations_name
 
@@ -247,7 +247,7 @@ def test_interpreter_dump_has_no_llvm_files(tmp_path):
 
 # ---- snapshots and crashes ---------------------------------------------------------------------
 def test_snapshots_are_numbered_per_run_and_hold_module_args_outputs(tmp_path):
-    from xla_teach.tools.snapshot import load_snapshot
+    from xla_teach.tools.bugs.snapshot import load_snapshot
 
     rng = np.random.default_rng(0)
     args = [rng.standard_normal(1024).astype(np.float32) for _ in range(3)]

@@ -447,7 +447,7 @@ def test_profile_estimates_the_time_of_each_instruction_inside_a_fusion() -> Non
 
 
 def test_chrome_trace_names_the_hlo_op_name_and_source_line() -> None:
-    from xla_teach.tools.fake_data import fake_arguments
+    from xla_teach.tools.bugs.fake_data import fake_arguments
     from xla_teach.tools.timeline import trace_runs
 
     compiled = mlp_compiled()

@@ -13,7 +13,7 @@ from tests.tools.dump_test_utils import XLA_DUMP, seed_hlo
 from xla_teach import flags
 from xla_teach.api import compile_module
 from xla_teach.tools import render
-from xla_teach.tools.html_report import diff_html, graph_page, pass_report_html, scope_svg_ids, write_pass_report
+from xla_teach.tools.render.html_report import diff_html, graph_page, pass_report_html, scope_svg_ids, write_pass_report
 
 pytestmark = pytest.mark.skipif(not XLA_DUMP.is_dir(), reason="tests/data/xla_samples not present")
 needs_dot = pytest.mark.skipif(not render.have_dot(), reason="Graphviz dot not installed")

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from xla_teach.hlo.evaluator import evaluate_module
-from xla_teach.hlo.parser import parse_hlo
-from xla_teach.tools.fake_data import fake_arguments
-from xla_teach.tools.opt import list_passes, normalize_stage, passes_by_name, run_opt
+from xla_teach.hlo.text.parser import parse_hlo
+from xla_teach.tools.bugs.fake_data import fake_arguments
+from xla_teach.tools.cli.opt import list_passes, normalize_stage, passes_by_name, run_opt
 from xla_teach.tools.tool_support import ToolError
 
 EXAMPLE = """

@@ -13,11 +13,11 @@ import shutil
 import pytest
 
 from tests.tools.dump_test_utils import XLA_DUMP
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.tools import render
-from xla_teach.tools.html_report import render_to_file
 from xla_teach.tools.render import GraphvizNotFound, RenderError, hlo_to_dot, run_dot
-from xla_teach.tools.render_style import COLORS
+from xla_teach.tools.render.html_report import render_to_file
+from xla_teach.tools.render.style import COLORS
 
 needs_dot = pytest.mark.skipif(not render.have_dot(), reason="Graphviz dot not installed")
 
@@ -226,7 +226,7 @@ def test_html_labels_are_escaped():
 
 
 def test_legend_shows_each_colour_once_naming_every_category_in_it() -> None:
-    from xla_teach.tools.render_style import CATEGORY_COLORS, legend_entries
+    from xla_teach.tools.render.style import CATEGORY_COLORS, legend_entries
 
     entries = legend_entries()
     fills = [c.fill for _, c in entries]

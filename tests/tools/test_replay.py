@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from xla_teach.hlo.evaluator import evaluate_module
-from xla_teach.hlo.parser import parse_hlo
-from xla_teach.tools.fake_data import fake_arguments
-from xla_teach.tools.replay import replay
+from xla_teach.hlo.text.parser import parse_hlo
+from xla_teach.tools.bugs.fake_data import fake_arguments
+from xla_teach.tools.bugs.replay import replay
 from xla_teach.tools.tool_support import ToolError, load_hlo_input, load_literals
 
 SAMPLES = Path(__file__).parents[2] / "tests" / "data" / "xla_samples"

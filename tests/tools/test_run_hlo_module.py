@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xla_teach.hlo.parser import parse_hlo
-from xla_teach.tools.bisect import inject_pass
-from xla_teach.tools.fake_data import fake_arguments
-from xla_teach.tools.run_hlo_module import run_hlo_module
+from xla_teach.hlo.text.parser import parse_hlo
+from xla_teach.tools.bugs.bisect import inject_pass
+from xla_teach.tools.bugs.fake_data import fake_arguments
+from xla_teach.tools.cli.run_hlo_module import run_hlo_module
 from xla_teach.tools.tool_support import (
     backend_pipeline,
     compare_array,

@@ -11,9 +11,9 @@ import pytest
 
 from xla_teach import flags
 from xla_teach.api import execute
-from xla_teach.hlo.parser import parse_hlo
-from xla_teach.tools.replay import replay
-from xla_teach.tools.snapshot import HloSnapshot, SnapshotError, is_snapshot_file, load_snapshot, save_snapshot
+from xla_teach.hlo.text.parser import parse_hlo
+from xla_teach.tools.bugs.replay import replay
+from xla_teach.tools.bugs.snapshot import HloSnapshot, SnapshotError, is_snapshot_file, load_snapshot, save_snapshot
 
 MIXED = """
 HloModule mixed

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from xla_teach.hlo.evaluator import evaluate_module
-from xla_teach.hlo.parser import parse_hlo
-from xla_teach.tools.fake_data import fake_arguments
+from xla_teach.hlo.text.parser import parse_hlo
+from xla_teach.tools.bugs.fake_data import fake_arguments
 from xla_teach.tools.timeline import EagerProgram, Timeline, one_op_module, trace_eager, trace_runs
 from xla_teach.tools.tool_support import compile_on
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.tools.conftest import console_errors
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.tools.cli import main
 from xla_teach.tools.explorer.xla_dump import STEP, modules_with_pass_dumps, xla_dump_data, xla_pass_records
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from xla_teach.tools.cli_registry import add_bool, register
+from xla_teach.tools.cli.registry import add_bool, register
 
 
 def _configure(p: argparse.ArgumentParser) -> None:

@@ -104,7 +104,7 @@ def load_module(source: HloModule | str | Path | Callable[..., Any],
                            "pairs) giving the fixed signature")
         arrays = [np.zeros(a[0], dtype=a[1]) if isinstance(a, tuple) else np.asarray(a) for a in example_args]
         return jit(source).lower(*arrays).module
-    from xla_teach.hlo.parser import parse_hlo
+    from xla_teach.hlo.text.parser import parse_hlo
 
     text = str(source)
     if "\n" not in text and Path(text).exists():

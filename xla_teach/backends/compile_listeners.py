@@ -2,7 +2,7 @@
 
 The compile driver (:func:`xla_teach.api.compile_module`) tells every subscribed listener what
 happens -- the module before optimization, each pass, the executable at the end -- and never
-imports the listeners: a tool *subscribes* (``tools/dump.py`` does when it is imported, and
+imports the listeners: a tool *subscribes* (``tools/dump/`` does when it is imported, and
 ``import xla_teach`` imports it), so the dependency runs from the tools down to the driver,
 like XLA's dump service sitting below its compiler::
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from xla_teach.tools.cli_registry import register
+from xla_teach.tools.cli.registry import register
 
 HELP = "grade an exercise solution with the hidden checks (see docs/exercises.md)"
 

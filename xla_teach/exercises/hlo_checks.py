@@ -18,7 +18,7 @@ import numpy as np
 
 from xla_teach.exercises.grading import CaseFailed
 from xla_teach.hlo.ir import HloInstruction, HloModule
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 _LAYOUT = re.compile(r"\]\{[0-9,]*\}")
 

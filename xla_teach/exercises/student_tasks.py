@@ -27,7 +27,7 @@ from llvmlite import ir
 from xla_teach.exercises.grading import CaseFailed
 from xla_teach.exercises.hlo_checks import check_verifies, run_student_pass
 from xla_teach.hlo.ir import HloInstruction, HloModule
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.pass_base import HloPass, HloPassPipeline
 
 SOFTPLUS = "emit_softplus"
@@ -281,8 +281,8 @@ def infer_shape(solution: ModuleType, entry: str, lhs: str, rhs: str, lhs_batch:
                 lhs_contracting: list[int], rhs_contracting: list[int]) -> dict[str, Any]:
     """The student's ``infer_dot_shape`` on two shapes (given as text); ``shape`` is the result's
     text, or None when it raised ``ValueError`` (the answer for a dot that has no shape)."""
-    from xla_teach.hlo.parser import parse_shape
     from xla_teach.hlo.shape import Shape
+    from xla_teach.hlo.text.parser import parse_shape
 
     try:
         result = getattr(solution, entry)(parse_shape(lhs), parse_shape(rhs), list(lhs_batch), list(rhs_batch),

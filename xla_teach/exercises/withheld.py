@@ -33,7 +33,7 @@ WITHHELD: dict[str, tuple[str, ...]] = {
     "elemental_emitter": ("xla_teach.backends.llvm.elemental_emitter", "xla_teach.backends.llvm.elemental_ops"),
     "reduction_loop": ("xla_teach.backends.cpu.kernels.reduction",),
     "liveness": ("xla_teach.passes.scheduling.buffer_assignment", "xla_teach.passes.scheduling.heap_simulator"),
-    "shape_inference": ("xla_teach.hlo.shape_inference_contraction:infer_dot",),
+    "shape_inference": ("xla_teach.hlo.shape_inference.contraction:infer_dot",),
     "autodiff_rule": ("xla_teach.frontend.autodiff_rules:_atan2",),
     "bisect": (),  # the exercise is to use xla_teach's bisect tool well
     "sharding": ("xla_teach.hlo.sharding:HloSharding.tile_index", "xla_teach.hlo.sharding:HloSharding.tile_shape",

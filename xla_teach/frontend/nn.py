@@ -42,7 +42,7 @@ from xla_teach.frontend.numpy_api_reduce import sum as xsum
 from xla_teach.frontend.numpy_api_shape import normalize_axes
 from xla_teach.frontend.random import PRNGKey, normal, split, uniform
 from xla_teach.frontend.tracer import Tracer, bind
-from xla_teach.hlo.builder_ops import make_padding
+from xla_teach.hlo.builder.ops import make_padding
 
 __all__ = ["PRNGKey", "avg_pool", "conv2d", "dropout", "elu", "gelu", "leaky_relu", "log_softmax", "logsumexp",
            "max_pool", "normal", "one_hot", "relu", "sigmoid", "silu", "softmax", "softplus", "split", "uniform"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from xla_teach.hlo.lexer import Cursor
+from xla_teach.hlo.text.lexer import Cursor
 
 ShapeIndex = tuple[int, ...]
 ALIAS_KINDS = ("may-alias", "must-alias")
@@ -121,7 +121,7 @@ class HloInputOutputAliasConfig:
     @staticmethod
     def parse(text: str) -> HloInputOutputAliasConfig:
         """Read the header value ``{ {0}: (0, {}, may-alias), ... }`` (the kind may be omitted:
-        may-alias). Raises :class:`~xla_teach.hlo.lexer.HloParseError` pointing into ``text``."""
+        may-alias). Raises :class:`~xla_teach.hlo.text.lexer.HloParseError` pointing into ``text``."""
         c = Cursor(text)
         config = HloInputOutputAliasConfig()
         c.expect("{", "at the start of input_output_alias")

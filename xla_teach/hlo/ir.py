@@ -241,7 +241,7 @@ class HloInstruction:
         return self.opcode == "custom-call" and bool(self.attrs.get("custom_call_has_side_effect"))
 
     def to_text(self, **options: Any) -> str:
-        from xla_teach.hlo.printer import instruction_to_text
+        from xla_teach.hlo.text.printer import instruction_to_text
 
         return instruction_to_text(self, **options)
 
@@ -405,7 +405,7 @@ class HloComputation:
         return list(seen.values())
 
     def to_text(self, **options: Any) -> str:
-        from xla_teach.hlo.printer import computation_to_text
+        from xla_teach.hlo.text.printer import computation_to_text
 
         return computation_to_text(self, **options)
 
@@ -522,8 +522,8 @@ class HloModule:
         return clone_module(self, name)
 
     def to_text(self, **options: Any) -> str:
-        """The module in XLA's HLO text format (see :mod:`xla_teach.hlo.printer`)."""
-        from xla_teach.hlo.printer import module_to_text
+        """The module in XLA's HLO text format (see :mod:`xla_teach.hlo.text.printer`)."""
+        from xla_teach.hlo.text.printer import module_to_text
 
         return module_to_text(self, **options)
 

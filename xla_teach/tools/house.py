@@ -27,7 +27,8 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("xla_teach.sharding", 8),
     ("xla_teach.graph", 9), ("xla_teach.aot", 9),
     ("xla_teach.exercises", 10), ("xla_teach.demo", 10),
-    ("xla_teach.tools.cli", 11), ("xla_teach.tools.cli_extra", 11),  # the command line, over everything
+    ("xla_teach.tools.cli", 11),  # the command line, over everything
+    ("xla_teach.tools.cli.registry", 7),  # the table of subcommands, filled from every floor below it
     ("xla_teach", 12),
 )
 FLOOR_NAMES = {0: "IR, flags", 1: "passes", 2: "runtime", 3: "shared LLVM, options, listeners",

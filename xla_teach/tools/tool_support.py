@@ -25,7 +25,7 @@ from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPassPipeline
 
 if TYPE_CHECKING:
-    from xla_teach.hlo.lexer import HloParseError
+    from xla_teach.hlo.text.lexer import HloParseError
 
 PLATFORMS = tuple(BACKENDS)
 
@@ -60,9 +60,9 @@ class HloInput:
 
 def load_hlo_input(path: str | Path, input_format: str = "auto") -> HloInput:
     """Read ``path`` as HLO text or as a snapshot; ``input_format`` is auto, hlo or snapshot."""
-    from xla_teach.hlo.lexer import HloParseError
-    from xla_teach.hlo.parser import parse_hlo
-    from xla_teach.tools.snapshot import is_snapshot_file, load_snapshot
+    from xla_teach.hlo.text.lexer import HloParseError
+    from xla_teach.hlo.text.parser import parse_hlo
+    from xla_teach.tools.bugs.snapshot import is_snapshot_file, load_snapshot
 
     path = Path(path)
     if input_format not in ("auto", "hlo", "snapshot"):
@@ -105,7 +105,7 @@ def load_literals(path: str | Path, module: HloModule) -> list[Any]:
     """
     import zipfile
 
-    from xla_teach.tools.snapshot import read_npz_array
+    from xla_teach.tools.bugs.snapshot import read_npz_array
 
     path = Path(path)
     if not path.is_file():
@@ -158,7 +158,7 @@ def _what_file_is(path: Path) -> str:
 
 def arguments_for(loaded: HloInput, use_fake_data: bool, input_literals_file: str = "", seed: int = 0) -> list[Any]:
     """The arguments a tool runs with: a literals file, else the snapshot's, else fake data."""
-    from xla_teach.tools.fake_data import fake_arguments
+    from xla_teach.tools.bugs.fake_data import fake_arguments
 
     if input_literals_file:
         return load_literals(input_literals_file, loaded.module)

@@ -11,7 +11,7 @@ import pytest
 
 from xla_teach.api import compile_module
 from xla_teach.hlo.evaluator import HloEvaluator
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 REDUCERS = """
 max_t {

@@ -9,7 +9,7 @@ import pytest
 
 from xla_teach.api import execute
 from xla_teach.hlo.evaluator import HloEvaluator
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 BITS = np.array([0x7C01, 0xFC01, 0x7E00, 0xFFFF, 0x7F81, 0x0001, 0x8000, 0x3C00], np.uint16)
 

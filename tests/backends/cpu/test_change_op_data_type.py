@@ -12,7 +12,7 @@ from tests.passes.pass_test_utils import check_pass
 from xla_teach.api import compile_module
 from xla_teach.backends.cpu.passes.change_op_data_type import ChangeOpDataType
 from xla_teach.hlo.evaluator import HloEvaluator
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64}
 

@@ -14,8 +14,8 @@ from tests.hlo.test_multi_device_interpreter import COLLECTIVES
 from xla_teach import flags
 from xla_teach.api import compile_module, execute
 from xla_teach.hlo.evaluator.devices import run_devices, run_global, run_partitioned
-from xla_teach.hlo.parser import parse_hlo
 from xla_teach.hlo.sharding import parse_sharding
+from xla_teach.hlo.text.parser import parse_hlo
 
 DATA = Path(__file__).parents[2] / "data" / "spmd"
 # XLA's SPMD programs (tests/data/spmd/generate.py): sums and a transpose on a 2x2 mesh, data parallelism,

@@ -11,7 +11,7 @@ import pytest
 from tests.passes.pass_test_utils import special_inputs
 from xla_teach.api import compile_module, execute
 from xla_teach.hlo.evaluator import HloEvaluator
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 
 def _assert_cpu_bit_identical(text: str, shifts: int = 5) -> None:

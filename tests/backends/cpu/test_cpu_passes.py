@@ -24,11 +24,11 @@ from xla_teach.api import compile_module
 from xla_teach.backends.cpu.kernels.dot import find_blas
 from xla_teach.backends.cpu.passes.dot_strategy import DotStrategy
 from xla_teach.hlo.evaluator import HloEvaluator
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.lowering.reshape_to_bitcast import ReshapeToBitcast
 from xla_teach.passes.lowering.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.runtime.thunks import KernelThunk
-from xla_teach.tools.fake_data import fake_arguments
+from xla_teach.tools.bugs.fake_data import fake_arguments
 
 REDUCERS = """add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }
 max { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] maximum(a, b) }

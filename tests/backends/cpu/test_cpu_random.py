@@ -26,7 +26,7 @@ from tests.passes.pass_test_utils import special_inputs
 from xla_teach.api import compile_module
 from xla_teach.hlo.evaluator import HloEvaluator
 from xla_teach.hlo.ir import HloModule
-from xla_teach.tools.fake_data import fake_arguments
+from xla_teach.tools.bugs.fake_data import fake_arguments
 
 # Special inputs put 1e30 into f16 (it becomes inf, as intended), and bitcast-convert makes
 # signalling NaNs, whose widening NumPy reports as an invalid cast.

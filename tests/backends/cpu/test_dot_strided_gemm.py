@@ -17,7 +17,7 @@ from xla_teach.api import compile_module
 from xla_teach.backends.cpu.blas import find_blas
 from xla_teach.backends.cpu.kernels.dot import explain_dot_strategy
 from xla_teach.backends.llvm.gemm import strided_gemm
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 pytestmark = pytest.mark.skipif(find_blas() is None, reason="no BLAS library found")
 

@@ -10,7 +10,7 @@ import pytest
 from xla_teach.api import compile_module
 from xla_teach.backends.cpu.kernels.loop import reads_across_rows
 from xla_teach.hlo.evaluator import HloEvaluator
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 
 def transpose_add(dims: tuple[int, ...], permutation: tuple[int, ...]) -> str:

@@ -16,7 +16,7 @@ from tests.backends.op_cases import all_cases
 from xla_teach.api import compile_module
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.opcodes import OPCODES
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 CASES = dict(all_cases())
 # The pipeline makes fusions; no hand-written case needs to contain one.

@@ -7,7 +7,7 @@ import numpy as np
 
 from tests.backends.backend_test_utils import assert_same, run_both
 from xla_teach.api import compile_module
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.fusion.row_fusion import RowFusion, is_row_fusion
 from xla_teach.passes.pass_base import HloPassPipeline, PassRecorder
 

@@ -11,7 +11,7 @@ from xla_teach.api import compile_module
 from xla_teach.backends.cpu import runtime_library
 from xla_teach.backends.llvm.ir_types import I64, PTR
 from xla_teach.hlo.evaluator import HloEvaluator
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 CONV = """
 HloModule conv

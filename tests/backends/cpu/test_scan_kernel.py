@@ -10,7 +10,7 @@ import pytest
 from xla_teach.api import compile_module
 from xla_teach.backends.cpu.kernels.scan import scan_dimension
 from xla_teach.hlo.evaluator import HloEvaluator
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 SCAN = """HloModule scan
 r {{ a = {t}[] parameter(0)  b = {t}[] parameter(1)  ROOT c = {t}[] {op}(a, b) }}

@@ -13,7 +13,7 @@ import pytest
 from xla_teach.api import compile_module
 from xla_teach.backends.cpu.kernels.topk import MAX_K
 from xla_teach.hlo.evaluator import HloEvaluator
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 TYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
          "s32": np.int32, "s8": np.int8, "u8": np.uint8, "u32": np.uint32, "s64": np.int64}

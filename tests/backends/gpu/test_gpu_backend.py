@@ -21,7 +21,7 @@ from xla_teach.backends.gpu.nvptx import assemble_with_ptxas, ptxas_path
 from xla_teach.backends.gpu.runtime import GpuUnavailableError, device_available
 from xla_teach.hlo.evaluator import HloEvaluator
 from xla_teach.hlo.ir import HloModule
-from xla_teach.tools.fake_data import fake_arguments
+from xla_teach.tools.bugs.fake_data import fake_arguments
 
 CASES = all_cases()
 needs_ptxas = pytest.mark.skipif(ptxas_path() is None, reason="ptxas is not on PATH")

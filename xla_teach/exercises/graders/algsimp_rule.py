@@ -16,7 +16,7 @@ from xla_teach.exercises.grading import CaseFailed, Check
 from xla_teach.exercises.hlo_checks import check_same_results, check_verifies, module_from_student, show
 from xla_teach.exercises.random_modules import FLOAT_BINARY, INT_BINARY, ModuleWriter, random_expression
 from xla_teach.exercises.sandbox import StudentProcess
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 ENTRY_POINT = "rewrite"
 

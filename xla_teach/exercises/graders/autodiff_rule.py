@@ -53,7 +53,7 @@ def _gradients(solution: StudentProcess, program: str, y: np.ndarray, x: np.ndar
     built in the student's process (traced there): nothing else in that process can answer."""
     from xla_teach.exercises.hlo_checks import evaluation_cost
     from xla_teach.hlo.evaluator import evaluate_module
-    from xla_teach.hlo.parser import parse_hlo
+    from xla_teach.hlo.text.parser import parse_hlo
 
     built = solution.call("atan2_gradient_hlo", entry=ENTRY_POINT, program=program, y=y, x=x, w=w)
     text = built.get("hlo") if isinstance(built, dict) else None

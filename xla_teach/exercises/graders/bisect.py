@@ -20,7 +20,7 @@ from xla_teach.exercises.random_modules import ModuleWriter, random_expression
 from xla_teach.exercises.sandbox import StudentProcess
 from xla_teach.exercises.student_tasks import make_pipeline
 from xla_teach.hlo.ir import HloModule
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.pass_base import HloPassPipeline, PassOptions, PassRecorder
 
 ENTRY_POINT = "find_broken_pass"

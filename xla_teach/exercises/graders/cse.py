@@ -30,7 +30,7 @@ from xla_teach.exercises.random_modules import (
 )
 from xla_teach.exercises.sandbox import StudentProcess
 from xla_teach.hlo.ir import HloModule
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.simplifiers.cse import CommonSubexpressionElimination, cse_key
 
 ENTRY_POINT = "CommonSubexpressionElimination"

@@ -23,7 +23,7 @@ from xla_teach.exercises.hlo_checks import check_same_results, check_verifies, s
 from xla_teach.exercises.random_modules import ModuleWriter
 from xla_teach.exercises.sandbox import StudentProcess
 from xla_teach.hlo.ir import HloInstruction, HloModule
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.fusion.fusion_rules import FusionConfig, fusion_decision
 from xla_teach.passes.fusion.instruction_fusion import InstructionFusion
 

@@ -18,7 +18,7 @@ from xla_teach.exercises.hlo_checks import show
 from xla_teach.exercises.random_modules import FLOAT_BINARY, FLOAT_UNARY_CHEAP, ModuleWriter, random_expression
 from xla_teach.exercises.sandbox import StudentProcess
 from xla_teach.hlo.ir import HloInstruction, HloModule
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 
 ENTRY_POINTS = ("live_ranges", "peak_bytes")
 

@@ -18,7 +18,7 @@ from xla_teach.exercises.exercise import Exercise
 from xla_teach.exercises.grading import CaseFailed, Check
 from xla_teach.exercises.sandbox import StudentProcess
 from xla_teach.hlo.ir import HloModule
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.tools.explorer.structural_diff import fusion_owners
 
 ENTRY_POINTS = ("kernels", "holder", "source_line", "fused_lines")

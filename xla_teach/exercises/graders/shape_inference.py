@@ -14,8 +14,8 @@ from xla_teach.exercises.exercise import Exercise
 from xla_teach.exercises.grading import CaseFailed, Check
 from xla_teach.exercises.sandbox import StudentProcess
 from xla_teach.hlo.errors import ShapeError
-from xla_teach.hlo.parser import parse_shape
 from xla_teach.hlo.shape_inference import infer_shape
+from xla_teach.hlo.text.parser import parse_shape
 
 ENTRY_POINT = "infer_dot_shape"
 Case = tuple[str, str, list[int], list[int], list[int], list[int]]  # lhs, rhs, batch x2, contracting x2

@@ -2,7 +2,7 @@
 
 The page puts the two optimized modules side by side, each drawn by the explorer's own renderer
 (``static/module_graph.js``) and each panned, zoomed and opened on its own, with the summary of
-:mod:`xla_teach.tools.compile_diff` beside them: the passes that did something on one side only,
+:mod:`xla_teach.tools.bugs.compile_diff` beside them: the passes that did something on one side only,
 the fusions only one side made, instructions, kernels, peak memory, compile and run time, and the
 time of each ``op_name`` scope on each side. A click on an instruction selects its counterparts
 on the other side.
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from xla_teach.hlo.ir import HloInstruction, HloModule
-from xla_teach.tools.compile_diff import CompileDiff, Side, compile_diff
+from xla_teach.tools.bugs.compile_diff import CompileDiff, Side, compile_diff
 from xla_teach.tools.explorer.model import build_data
 from xla_teach.tools.explorer.page import offline_page
 from xla_teach.tools.explorer.structural_diff import fusion_owners

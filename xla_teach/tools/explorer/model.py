@@ -12,7 +12,7 @@
   IR, assembly, runtime-library functions, PTX), packed (:mod:`.kernel_code`);
 * ``sources`` -- the Python lines the metadata points at, read from the files when they exist;
 * ``entry`` and ``palette`` -- the ENTRY computation's name and the colour of each category of op
-  (XLA's colours, :mod:`xla_teach.tools.render_style`): the page lays the module's graph out itself,
+  (XLA's colours, :mod:`xla_teach.tools.render.style`): the page lays the module's graph out itself,
   grouped by op_name scope (``static/module_graph.js``), from each instruction's ``operands``;
 * each changed pass's ``sides`` -- the instructions it touched and their neighbours, before and
   after, which the page draws side by side in its own renderer (:mod:`.pass_view`), and its
@@ -35,14 +35,14 @@ from xla_teach.backends.llvm.kernel_support import kernel_symbols
 from xla_teach.hlo.backend_config import backend_config_object
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.hlo.opcodes import OPCODES
-from xla_teach.hlo.parser import parse_hlo
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.sharding import HloSharding
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.pass_base import PassRecord, source_code
-from xla_teach.tools import render_style as style
 from xla_teach.tools.explorer.kernel_code import kernel_code, pack
 from xla_teach.tools.explorer.pass_view import final_names, order_change, pass_sides
 from xla_teach.tools.explorer.structural_diff import fusion_owners, structural_diff
+from xla_teach.tools.render import style
 
 
 @dataclass
@@ -257,7 +257,7 @@ def _profile(executable: Any, runs: int, compile: CompileService | None) -> dict
     """Mean time of each thunk over ``runs`` runs (after two warm-up runs) on fake arguments, the
     runs' events, the estimated time of each instruction inside a fusion (given a compile
     service; without one a fusion counts whole in its own scope), and the time of each op_name scope."""
-    from xla_teach.tools.fake_data import fake_arguments
+    from xla_teach.tools.bugs.fake_data import fake_arguments
 
     args = fake_arguments(executable.module)
     measured = _thunk_times(executable, args, runs)

@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.tools import render_style as style
 from xla_teach.tools.explorer.structural_diff import StructuralDiff, fusion_owners
+from xla_teach.tools.render import style
 
 LIMIT = 30  # boxes a side
 

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from xla_teach.hlo.parser import parse_hlo
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.pass_base import PassRecord
 from xla_teach.tools.explorer.kernel_code import pack
 from xla_teach.tools.explorer.model import ExplorerData, add_colours, add_passes, instruction_table

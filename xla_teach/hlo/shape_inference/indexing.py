@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from xla_teach.hlo.errors import shape_text, shapes_text
 from xla_teach.hlo.shape import Shape
-from xla_teach.hlo.shape_inference_context import OpContext, check_dimension_list, check_reducer, same_dims
+from xla_teach.hlo.shape_inference.context import OpContext, check_dimension_list, check_reducer, same_dims
 
 Rule = Callable[[OpContext], Shape]
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from xla_teach.hlo.attributes import ConvDimensionNumbers
 from xla_teach.hlo.errors import shape_text
 from xla_teach.hlo.shape import Shape
-from xla_teach.hlo.shape_inference_context import OpContext, check_dimension_list, window_output_dims
+from xla_teach.hlo.shape_inference.context import OpContext, check_dimension_list, window_output_dims
 from xla_teach.hlo.types import PrimitiveType
 
 Rule = Callable[[OpContext], Shape]

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from xla_teach.hlo.errors import shape_text
 from xla_teach.hlo.opcodes import COMPARISON_DIRECTIONS, COMPARISON_TYPES
 from xla_teach.hlo.shape import Shape
-from xla_teach.hlo.shape_inference_context import OpContext
+from xla_teach.hlo.shape_inference.context import OpContext
 from xla_teach.hlo.types import PrimitiveType
 
 Rule = Callable[[OpContext], Shape]

@@ -31,7 +31,7 @@ from xla_teach.backends.backend_info import backend_info
 from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.spmd.spmd_partitioner import needs_partitioning
-from xla_teach.tools.fake_data import fake_arguments
+from xla_teach.tools.bugs.fake_data import fake_arguments
 from xla_teach.tools.tool_support import (
     OutputComparison,
     Runner,

@@ -22,7 +22,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from xla_teach.hlo.builder_base import XlaOp
+from xla_teach.hlo.builder.base import XlaOp
 from xla_teach.hlo.errors import ShapeError
 
 T = TypeVar("T")

@@ -1,10 +1,10 @@
 """The table of ``xla-teach`` subcommands and the option helpers they share.
 
 A subcommand is ``configure(parser)`` plus ``run(args) -> exit code``, added with
-:func:`register` by the module that implements it: ``tools/cli.py`` (XLA's tools),
-``tools/cli_extra.py`` (render, explore, diff, demo), ``aot/cli.py`` and ``exercises/cli.py``.
-``tools/cli.py`` imports those modules by name, so this table is complete before any command
-line is parsed, and none of them imports ``tools/cli.py`` back.
+:func:`register` by the module that implements it: ``tools/cli/__init__.py`` (XLA's tools),
+``tools/cli/extra.py`` (render, explore, diff, demo), ``aot/cli.py`` and ``exercises/cli.py``.
+``tools/cli/__init__.py`` imports those modules by name, so this table is complete before any command
+line is parsed, and none of them imports ``tools/cli/__init__.py`` back.
 """
 
 from __future__ import annotations

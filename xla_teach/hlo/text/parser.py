@@ -22,19 +22,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from xla_teach.hlo.attribute_parser import (
+from xla_teach.hlo.input_output_alias import HloInputOutputAliasConfig
+from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.hlo.opcodes import OPCODES, AttrKind, op_info
+from xla_teach.hlo.shape import Layout, Shape
+from xla_teach.hlo.sharding import parse_sharding
+from xla_teach.hlo.text.attribute_parser import (
     ComputationRef,
     parse_attribute_value,
     parse_frontend_attributes,
     parse_literal,
     parse_metadata,
 )
-from xla_teach.hlo.input_output_alias import HloInputOutputAliasConfig
-from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.hlo.lexer import Cursor, HloParseError
-from xla_teach.hlo.opcodes import OPCODES, AttrKind, op_info
-from xla_teach.hlo.shape import Layout, Shape
-from xla_teach.hlo.sharding import parse_sharding
+from xla_teach.hlo.text.lexer import Cursor, HloParseError
 from xla_teach.hlo.types import PrimitiveType
 
 __all__ = ["HloParseError", "parse_hlo", "parse_shape"]

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from xla_teach.hlo.attributes import PaddingDim, SliceDim
 from xla_teach.hlo.errors import shape_text
 from xla_teach.hlo.shape import Shape
-from xla_teach.hlo.shape_inference_context import OpContext, check_dimension_list
+from xla_teach.hlo.shape_inference.context import OpContext, check_dimension_list
 
 Rule = Callable[[OpContext], Shape]
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from xla_teach.hlo.errors import shape_text, shapes_text
 from xla_teach.hlo.shape import Shape
-from xla_teach.hlo.shape_inference_context import (
+from xla_teach.hlo.shape_inference.context import (
     OpContext,
     check_dimension_list,
     check_predicate_computation,

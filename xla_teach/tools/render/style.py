@@ -173,7 +173,7 @@ _COMPUTATION_KINDS = (AttrKind.COMPUTATION, AttrKind.COMPUTATION_LIST)
 def attribute_lines(instr: HloInstruction, max_len: int = 48) -> list[str]:
     """The attributes worth showing in a node (``dimensions={0}``, ``window={...}``,
     ``kind=kLoop``), without called computations, metadata or backend config."""
-    from xla_teach.hlo.printer import PrintOptions, attributes_text
+    from xla_teach.hlo.text.printer import PrintOptions, attributes_text
 
     skip = {spec.name for spec in instr.info.attrs if spec.kind in _COMPUTATION_KINDS}
     skip |= {"parameter_number", "literal", "index"}

@@ -15,7 +15,7 @@ from xla_teach.hlo.ir import HloComputation
 from xla_teach.hlo.literal import literal_shape_problem
 from xla_teach.hlo.opcodes import FUSION_KINDS
 from xla_teach.hlo.shape import Shape
-from xla_teach.hlo.shape_inference_context import (
+from xla_teach.hlo.shape_inference.context import (
     OpContext,
     check_arguments,
     check_predicate_computation,

@@ -7,7 +7,7 @@ offline, attach them to a bug report, archive them.
 
 ::
 
-    from xla_teach.tools.html_report import pass_report_html, write_pass_report
+    from xla_teach.tools.render.html_report import pass_report_html, write_pass_report
     exe = xla_teach.api.compile_module(module)
     write_pass_report(exe.recorder, "passes.html")
 
@@ -139,7 +139,7 @@ def _inline_svg(dot_text: str, svg: str | None, scope: str) -> str:
 
 def legend_html() -> str:
     """The node colours, as a row of coloured labels."""
-    from xla_teach.tools.render_style import legend_entries
+    from xla_teach.tools.render.style import legend_entries
 
     spans = []
     for label, c in legend_entries():

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from xla_teach.hlo.attributes import ConvDimensionNumbers, PaddingDim, SliceDim, Window
-from xla_teach.hlo.builder_base import BuilderBase, XlaOp, exact_literal
+from xla_teach.hlo.builder.base import BuilderBase, XlaOp, exact_literal
 from xla_teach.hlo.errors import ShapeError
 from xla_teach.hlo.ir import HloComputation
 from xla_teach.hlo.shape import Shape
-from xla_teach.hlo.shape_inference_context import dilated_bound
+from xla_teach.hlo.shape_inference.context import dilated_bound
 from xla_teach.hlo.types import PrimitiveType
 
 Padding = str | Sequence[tuple[int, int]]

@@ -66,7 +66,7 @@ class HloSnapshot:
 
     def module(self) -> HloModule:
         """Parse the stored HLO text (a fresh module on every call)."""
-        from xla_teach.hlo.parser import parse_hlo
+        from xla_teach.hlo.text.parser import parse_hlo
 
         return parse_hlo(self.module_text)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xla_teach.hlo.opcodes import BUFFER_NAMING_OPCODES
-from xla_teach.tools.fake_data import fake_arguments
+from xla_teach.tools.bugs.fake_data import fake_arguments
 
 
 @dataclass

@@ -20,10 +20,10 @@ from xla_teach.hlo.attributes import (
     Window,
     padding_from_text,
 )
-from xla_teach.hlo.lexer import NUMBER_RE, Cursor
 from xla_teach.hlo.literal import LiteralValue
 from xla_teach.hlo.opcodes import AttrKind
 from xla_teach.hlo.shape import Shape
+from xla_teach.hlo.text.lexer import NUMBER_RE, Cursor
 from xla_teach.hlo.types import PrimitiveType
 
 _INT_TEXT_RE = re.compile(r"-?\d+")

@@ -44,13 +44,13 @@ from typing import Any
 from xla_teach.hlo.errors import ShapeError
 from xla_teach.hlo.opcodes import OPCODES
 from xla_teach.hlo.shape import Shape
-from xla_teach.hlo.shape_inference_context import OpContext
-from xla_teach.hlo.shape_inference_contraction import CONTRACTION_RULES
-from xla_teach.hlo.shape_inference_control import CONTROL_RULES
-from xla_teach.hlo.shape_inference_data import DATA_MOVEMENT_RULES
-from xla_teach.hlo.shape_inference_elementwise import ELEMENTWISE_RULES, default_comparison_type
-from xla_teach.hlo.shape_inference_indexing import INDEXING_RULES
-from xla_teach.hlo.shape_inference_reduce import REDUCTION_RULES
+from xla_teach.hlo.shape_inference.context import OpContext
+from xla_teach.hlo.shape_inference.contraction import CONTRACTION_RULES
+from xla_teach.hlo.shape_inference.control import CONTROL_RULES
+from xla_teach.hlo.shape_inference.data import DATA_MOVEMENT_RULES
+from xla_teach.hlo.shape_inference.elementwise import ELEMENTWISE_RULES, default_comparison_type
+from xla_teach.hlo.shape_inference.indexing import INDEXING_RULES
+from xla_teach.hlo.shape_inference.reduce import REDUCTION_RULES
 from xla_teach.hlo.types import PrimitiveType
 
 __all__ = [

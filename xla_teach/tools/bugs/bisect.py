@@ -11,7 +11,7 @@ XLA leaves this to the user (``--xla_disable_hlo_passes``, ``--xla_fuel``, then
    the pass that produced it is the culprit, shown with its before/after diff.
    If every stage is good, the HLO passes are innocent and the backend's code
    generation miscompiles the optimized module.
-2. **Shrinking** (like ``hlo_bisect``, see :mod:`xla_teach.tools.shrink`): greedily
+2. **Shrinking** (like ``hlo_bisect``, see :mod:`xla_teach.tools.bugs.shrink`): greedily
    try smaller modules while the failure persists; the result is written as a
    reproducer (HLO text + snapshot).
 
@@ -32,7 +32,7 @@ import numpy as np
 
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.passes.pass_base import HloPass, HloPassPipeline, PassOptions, PassRecord, PassRecorder
-from xla_teach.tools.shrink import ShrinkResult, shrink_module
+from xla_teach.tools.bugs.shrink import ShrinkResult, shrink_module
 from xla_teach.tools.tool_support import ToolError, compare_outputs, compile_on, reference_outputs
 
 Progress = Callable[[str], None]
@@ -157,7 +157,7 @@ def bisect_records(records: Sequence[PassRecord], check: Callable[[HloModule], b
     Assumes stage 0 (the input) is good and that once broken a program stays broken
     (a later pass does not repair it), which is what makes halving sound.
     """
-    from xla_teach.hlo.parser import parse_hlo
+    from xla_teach.hlo.text.parser import parse_hlo
 
     changed = [r for r in records if r.changed]
     checks: list[StageCheck] = []
@@ -281,7 +281,7 @@ def check_reproducer_directory(directory: str | Path) -> tuple[Path, Path]:
 
 def write_reproducer(directory: str | Path, shrunk: ShrinkResult, platform: str, note: str = "") -> list[Path]:
     """Write ``reproducer.hlo`` and ``reproducer.snapshot.npz`` into ``directory`` (never overwriting)."""
-    from xla_teach.tools.snapshot import save_snapshot
+    from xla_teach.tools.bugs.snapshot import save_snapshot
 
     hlo, snap = check_reproducer_directory(directory)
     Path(directory).mkdir(parents=True, exist_ok=True)

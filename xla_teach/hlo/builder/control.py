@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xla_teach.hlo.builder_base import BuilderBase, XlaOp
+from xla_teach.hlo.builder.base import BuilderBase, XlaOp
 from xla_teach.hlo.errors import ShapeError
 from xla_teach.hlo.ir import HloComputation
 from xla_teach.hlo.shape import Shape

@@ -58,7 +58,7 @@ def computation_repr_svg(self: HloComputation) -> str | None:
 
 
 def record_repr_html(self: PassRecord) -> str:
-    from xla_teach.tools.html_report import REPORT_CSS, GraphCache, record_html
+    from xla_teach.tools.render.html_report import REPORT_CSS, GraphCache, record_html
 
     graphs = GraphCache({"max_nodes": DISPLAY_MAX_NODES})
     # Jupyter has no page script here: show the section (and hide the step buttons).
@@ -69,7 +69,7 @@ def record_repr_html(self: PassRecord) -> str:
 def recorder_repr_html(self: PassRecorder) -> str:
     import html as html_lib
 
-    from xla_teach.tools.html_report import pass_report_html
+    from xla_teach.tools.render.html_report import pass_report_html
 
     page = pass_report_html(self, max_nodes=DISPLAY_MAX_NODES)
     # A full page with its own script: show it in a sandboxed frame so it cannot clash with the notebook.

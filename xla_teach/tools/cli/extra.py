@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from xla_teach.hlo.ir import HloModule
-from xla_teach.tools.cli_registry import add_bool, register
+from xla_teach.tools.cli.registry import add_bool, register
 
 
 def _configure_render(p: argparse.ArgumentParser) -> None:
@@ -27,7 +27,7 @@ def _configure_render(p: argparse.ArgumentParser) -> None:
 
 
 def _run_render(a: argparse.Namespace) -> int:
-    from xla_teach.tools.html_report import render_to_file
+    from xla_teach.tools.render.html_report import render_to_file
     from xla_teach.tools.tool_support import compile_on, load_hlo_input
 
     module = load_hlo_input(a.file).module
@@ -168,7 +168,7 @@ def _compilable(path: str | Path) -> HloModule:
     shapes, not their values (unless it folds them), so the module can be compiled and looked at."""
     import sys
 
-    from xla_teach.tools.fake_data import fill_elided_constants
+    from xla_teach.tools.bugs.fake_data import fill_elided_constants
     from xla_teach.tools.tool_support import load_hlo_input
 
     module = load_hlo_input(str(path)).module
@@ -183,7 +183,7 @@ def _compilable(path: str | Path) -> HloModule:
 def _run_diff(a: argparse.Namespace) -> int:
     from xla_teach import flags
     from xla_teach.flags import parse_flag_string
-    from xla_teach.tools.compile_diff import Side, compile_diff
+    from xla_teach.tools.bugs.compile_diff import Side, compile_diff
     from xla_teach.tools.explorer.compare import compare_html
     from xla_teach.tools.tool_support import ToolError, compile_on, fresh_path
 

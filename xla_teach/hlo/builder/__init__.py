@@ -31,8 +31,8 @@ Names: instructions are named after their opcode (``add``, ``add.1``...) by the
 module's NameUniquer, unless a ``name=`` is given. Metadata: ``b.set_op_metadata()``
 or ``with b.op_metadata(op_name=...):`` attaches ``OpMetadata`` to the ops built.
 
-The method groups live in mixins: :mod:`~xla_teach.hlo.builder_elementwise`,
-:mod:`~xla_teach.hlo.builder_ops`, :mod:`~xla_teach.hlo.builder_control`.
+The method groups live in mixins: :mod:`~xla_teach.hlo.builder.elementwise`,
+:mod:`~xla_teach.hlo.builder.ops`, :mod:`~xla_teach.hlo.builder.control`.
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from xla_teach.hlo.builder_arguments import explain_argument_errors
-from xla_teach.hlo.builder_base import BuilderBase, XlaOp, exact_literal
-from xla_teach.hlo.builder_control import ControlFlowMixin
-from xla_teach.hlo.builder_elementwise import ElementwiseMixin
-from xla_teach.hlo.builder_ops import DataMovementMixin, ReductionMixin, make_padding
+from xla_teach.hlo.builder.arguments import explain_argument_errors
+from xla_teach.hlo.builder.base import BuilderBase, XlaOp, exact_literal
+from xla_teach.hlo.builder.control import ControlFlowMixin
+from xla_teach.hlo.builder.elementwise import ElementwiseMixin
+from xla_teach.hlo.builder.ops import DataMovementMixin, ReductionMixin, make_padding
 from xla_teach.hlo.errors import ShapeError
 from xla_teach.hlo.ir import HloComputation, HloModule
 from xla_teach.hlo.shape import Shape

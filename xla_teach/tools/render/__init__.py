@@ -33,8 +33,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.tools import render_style as style
-from xla_teach.tools.render_graphviz import (
+from xla_teach.tools.render import style
+from xla_teach.tools.render.graphviz import (
     GraphvizNotFound,
     RenderError,
     have_dot,
@@ -238,7 +238,7 @@ def _neighbourhood(comp: HloComputation, start: list[HloInstruction], budget: in
 
 def _as_computation(obj: HloModule | HloComputation | str) -> tuple[HloComputation, str]:
     if isinstance(obj, str):
-        from xla_teach.hlo.parser import parse_hlo
+        from xla_teach.hlo.text.parser import parse_hlo
 
         obj = parse_hlo(obj)
     if isinstance(obj, HloModule):

@@ -16,7 +16,7 @@ Option names are XLA's where XLA has them (``--use_fake_data``, ``--num_runs``,
 same as in ``XLA_FLAGS``), e.g. ``xla-teach opt m.hlo --xla_disable_hlo_passes=fusion``.
 
 Adding a subcommand: write ``configure(parser)`` and ``run(args) -> exit code`` and call
-:func:`~xla_teach.tools.cli_registry.register` (see the bottom of this file); a new module of
+:func:`~xla_teach.tools.cli.registry.register` (see the bottom of this file); a new module of
 subcommands is imported at the top of this file. Errors a user can fix are one
 line on stderr and exit code 2; a detected miscompile is exit code 1.
 """
@@ -31,8 +31,8 @@ from collections.abc import Callable
 # The other modules' subcommands register themselves when imported: this is the full list.
 import xla_teach.aot.cli  # noqa: F401 - `aot`
 import xla_teach.exercises.cli  # noqa: F401 - `grade`
-import xla_teach.tools.cli_extra  # noqa: F401 - `render`, `explore`, `diff`, `demo`
-from xla_teach.tools.cli_registry import SUBCOMMANDS, add_bool, register, rewrite_bools
+import xla_teach.tools.cli.extra  # noqa: F401 - `render`, `explore`, `diff`, `demo`
+from xla_teach.tools.cli.registry import SUBCOMMANDS, add_bool, register, rewrite_bools
 
 PROG = "xla-teach"
 # How `xla-teach --help` lists them: XLA's tools first.
@@ -53,7 +53,7 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
 
 
 def add_injection(parser: argparse.ArgumentParser) -> None:
-    from xla_teach.tools.bisect import BROKEN_PASSES
+    from xla_teach.tools.bugs.bisect import BROKEN_PASSES
 
     parser.add_argument("--inject-bug", dest="inject_bug", default="", metavar="PASS",
                         help=f"TEST HOOK: plant a deliberately broken pass ({', '.join(BROKEN_PASSES)})")
@@ -65,7 +65,7 @@ def pipeline_factory(args: argparse.Namespace, platform: str) -> Callable[[], ob
     """None (the platform's own passes), or a maker of its pipeline with the planted pass."""
     if not getattr(args, "inject_bug", ""):
         return None
-    from xla_teach.tools.bisect import inject_pass
+    from xla_teach.tools.bugs.bisect import inject_pass
     from xla_teach.tools.tool_support import backend_pipeline
 
     inject_pass(backend_pipeline(platform), args.inject_bug, args.inject_after)  # fail early on bad names
@@ -100,7 +100,7 @@ def run_if_several_devices(a: argparse.Namespace, module: object, print_literals
     """Run ``module`` on several devices when it (or --num_partitions/--num_replicas) asks for
     more than one; True if it did. The interpreter simulates them and the CPU runs one thread
     per device; the GPU runs one: say so."""
-    from xla_teach.tools.run_hlo_module import run_on_devices
+    from xla_teach.tools.cli.run_hlo_module import run_on_devices
     from xla_teach.tools.tool_support import ToolError, normalize_platform
 
     header = module.header_attributes  # type: ignore[attr-defined]
@@ -131,7 +131,7 @@ def _header_asks_for_devices(path: str) -> bool:
 
 
 def _run_replay(a: argparse.Namespace) -> int:
-    from xla_teach.tools.replay import replay
+    from xla_teach.tools.bugs.replay import replay
     from xla_teach.tools.tool_support import load_hlo_input
 
     for i, path in enumerate(a.files):
@@ -178,7 +178,7 @@ def _configure_run_hlo_module(p: argparse.ArgumentParser) -> None:
 
 
 def _run_run_hlo_module(a: argparse.Namespace) -> int:
-    from xla_teach.tools.run_hlo_module import print_report, run_hlo_module
+    from xla_teach.tools.cli.run_hlo_module import print_report, run_hlo_module
     from xla_teach.tools.tool_support import load_hlo_input, normalize_platform
 
     loaded = load_hlo_input(a.file, a.input_format)
@@ -215,7 +215,7 @@ def _configure_opt(p: argparse.ArgumentParser) -> None:
 
 
 def _run_opt(a: argparse.Namespace) -> int:
-    from xla_teach.tools.opt import STAGE_ALIASES, STAGES, list_passes, run_opt
+    from xla_teach.tools.cli.opt import STAGE_ALIASES, STAGES, list_passes, run_opt
     from xla_teach.tools.tool_support import ToolError, fresh_path, load_hlo_input
 
     if a.list_stages:
@@ -255,7 +255,7 @@ def _configure_bisect(p: argparse.ArgumentParser) -> None:
 
 
 def _run_bisect(a: argparse.Namespace) -> int:
-    from xla_teach.tools.bisect import bisect_compilation, check_reproducer_directory, write_reproducer
+    from xla_teach.tools.bugs.bisect import bisect_compilation, check_reproducer_directory, write_reproducer
     from xla_teach.tools.tool_support import arguments_for, load_hlo_input, normalize_platform
 
     _check_error_bounds(a, "abs_error", "rel_error")
@@ -377,7 +377,4 @@ def _describe(err: Exception) -> str:
         return str(err) or type(err).__name__
     return f"{type(err).__name__}: {err} (an internal error; rerun with --traceback and report it)"
 
-
-if __name__ == "__main__":
-    sys.exit(main())
 

@@ -47,7 +47,7 @@ from xla_teach.backends.backend_info import backend_info
 from xla_teach.backends.compile_listeners import subscribe
 from xla_teach.hlo.ir import HloModule
 from xla_teach.passes.pass_base import PassRecord
-from xla_teach.tools.dump_files import DumpError, DumpWriter, known_module_ids, prepare_directory, reserve_module_id
+from xla_teach.tools.dump.files import DumpError, DumpWriter, known_module_ids, prepare_directory, reserve_module_id
 
 __all__ = ["DumpError", "DumpFormats", "ModuleDumper", "after_optimizations_name"]
 
@@ -172,7 +172,7 @@ class _StageWriter:
         needs_reprint = not (self.large_constants and self.print_metadata and self.long_form)
         if self.formats.graphs or needs_reprint:
             try:
-                from xla_teach.hlo.parser import parse_hlo
+                from xla_teach.hlo.text.parser import parse_hlo
 
                 module = parse_hlo(text)
             except Exception as err:  # a dump must never break a compilation
@@ -198,7 +198,7 @@ class _StageWriter:
         if self.formats.svg and svg is not None:
             self.writer.write(f"{suffix}.svg", svg)
         if self.formats.html:
-            from xla_teach.tools.html_report import graph_page
+            from xla_teach.tools.render.html_report import graph_page
 
             self.writer.write(f"{suffix}.html", graph_page(dot_text, title=title, svg=svg))
             if top_level:  # XLA's after-optimizations overview: fusion bodies hidden
@@ -319,14 +319,14 @@ class ModuleDumper:
 
     def snapshot(self, args: list[Any], outputs: list[Any]) -> Path | None:
         """Write ``module_XXXX.NAME.snapshot.N.npz`` (module, arguments, results) through
-        :func:`xla_teach.tools.snapshot.save_snapshot`; N counts this module's runs.
+        :func:`xla_teach.tools.bugs.snapshot.save_snapshot`; N counts this module's runs.
 
         The module stored is the one given to the compiler (before optimizations), so
         replaying the snapshot recompiles it exactly as this run did. (XLA's
         ``.snapshot.N.pb`` from jaxlib holds the optimized module instead.)"""
         if self.writer.directory is None:
             return None  # a snapshot is binary: never printed to stdout
-        from xla_teach.tools.snapshot import save_snapshot
+        from xla_teach.tools.bugs.snapshot import save_snapshot
 
         while True:
             suffix = SNAPSHOT_SUFFIX.format(n=self.snapshots_written)

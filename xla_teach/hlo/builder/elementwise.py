@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from xla_teach.hlo.builder_base import BuilderBase, Scalar, XlaOp
+from xla_teach.hlo.builder.base import BuilderBase, Scalar, XlaOp
 from xla_teach.hlo.shape_inference import default_comparison_type
 from xla_teach.hlo.types import PrimitiveType
 
