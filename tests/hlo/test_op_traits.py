@@ -1,10 +1,14 @@
 """Op facts are declared once (``hlo/opcodes.py``: each row, and the TRAITS table) and checked
 against what the ops do: a trait is true of every op that claims it (the interpreter is the
 oracle), and every op reaches every registry it must -- shape inference, the interpreter, and
-for an elementwise op the CPU's elemental emitter -- so a new op fails here, by name, where it is
-missing."""
+for an elementwise op the CPU's elemental emitter and cost analysis -- so a new op fails here, by
+name, where it is missing. No module spells a trait's opcodes out instead of naming the trait.
+(The front end's autodiff registry has its own check: tests/frontend/test_autodiff_coverage.py.)"""
 
 from __future__ import annotations
+
+import ast
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,6 +37,32 @@ def test_every_set_of_opcodes_comes_from_the_traits_and_every_trait_names_real_o
     assert ALIASING_OPCODES <= BUFFER_NAMING_OPCODES  # what aliases an operand computes nothing either
     with pytest.raises(ValueError, match="unknown op trait"):
         opcodes_with("fast")
+
+
+def _literal_opcode_groups(path: Path) -> list[tuple[int, frozenset[str]]]:
+    """The sets, tuples and lists of three or more opcode names written out in ``path``."""
+    groups = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, (ast.Set, ast.Tuple, ast.List)):
+            names = {e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in OPCODES}
+            if len(names) >= 3:
+                groups.append((node.lineno, frozenset(names)))
+    return groups
+
+
+def test_no_module_writes_out_a_trait_instead_of_naming_it() -> None:
+    """A list that spells out every opcode of a trait (``("while", "conditional", "call")``) is a
+    copy of a fact that lives in the table: it must say ``CONTROL_FLOW_OPCODES`` (or
+    ``opcodes_with(...)``), so that a new op joins it in one place."""
+    package = Path(__file__).resolve().parents[2] / "xla_teach"
+    copies = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "opcodes.py":
+            continue
+        for line, names in _literal_opcode_groups(path):
+            copies += [f"{path.relative_to(package.parent)}:{line} spells out the trait '{trait}'"
+                       for trait, (_, members) in TRAITS.items() if len(members) >= 3 and set(members) <= names]
+    assert copies == [], "\n".join(copies)
 
 
 def _one_op(opcode: str, dtype: str, arity: int) -> HloModule:
@@ -95,3 +125,28 @@ def test_every_elementwise_op_has_a_cpu_kernel_that_agrees_with_the_interpreter(
         np.testing.assert_allclose(got, want, rtol=64 * np.finfo(np.float32).eps, atol=0, err_msg=opcode)
     else:
         np.testing.assert_array_equal(got, want, err_msg=opcode)
+
+
+@pytest.mark.parametrize("opcode", ELEMENTWISE)
+def test_cost_analysis_counts_every_elementwise_op_by_its_traits(opcode: str) -> None:
+    """One flop per element, or one transcendental per element for the ops the table calls
+    transcendental (XLA's HloCostAnalysis counts them apart); bytes: operands and result."""
+    from xla_teach.hlo.analysis.cost import cost_analysis
+
+    arity = OPCODES[opcode].arity or 1
+    dtype = _first_type(opcode, arity)
+    assert dtype is not None
+    module = _one_op(opcode, dtype, arity)
+    cost = cost_analysis(module)
+    transcendental = opcode in opcodes_with("transcendental")
+    assert (cost["flops"], cost["transcendentals"]) == ((0, 12) if transcendental else (12, 0))
+    root = module.entry.root
+    assert cost["bytes accessed"] == sum(12 * s.shape.element_type.byte_size for s in [root, *root.operands])
+
+
+def test_cost_analysis_gives_index_mapped_ops_no_flops() -> None:
+    from xla_teach.hlo.analysis.cost import cost_analysis
+
+    module = parse_hlo("HloModule m\n\nENTRY e {\n  p = f32[4,3] parameter(0)\n  t = f32[3,4] transpose(p), "
+                       "dimensions={1,0}\n  r = f32[12] reshape(t)\n  ROOT s = f32[6] slice(r), slice={[0:6]}\n}\n")
+    assert cost_analysis(module)["flops"] == 0

@@ -64,6 +64,26 @@ def defvjp(prim: str | Primitive, single: bool = True) -> Callable[[Rule], Rule]
     return register
 
 
+# ---- primitives with no rule, and why ----------------------------------------------------------
+# Only float values carry cotangents, so a rule is never asked of these; if one ever is, the error
+# says why (tests/frontend/test_autodiff_coverage.py checks every primitive has a rule or a reason).
+_BITS = "its operands and result are integers or booleans, which carry no gradient"
+NO_GRADIENT: dict[str, str] = {
+    **dict.fromkeys(("not", "and", "or", "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical"),
+                    _BITS),
+    **dict.fromkeys(("compare", "is_finite", "reduce_and", "reduce_or"), "its result is a boolean, which carries "
+                    "no gradient"),
+    "argreduce": "its result is an index, an integer: no gradient (differentiate the value it picks instead, "
+                 "e.g. with take_along_axis)",
+    "iota": "it has no operands: nothing to differentiate",
+    "rng_bit_generator": "its results are random bits (integers) and the generator's state: no gradient",
+    "bitcast_convert_type": "it reinterprets the bits: the result is not a smooth function of the input's value "
+                            "(JAX gives it no gradient either)",
+}
+for _name, _reason in NO_GRADIENT.items():
+    P.PRIMITIVES[_name].nondiff_reason = _reason
+
+
 # ---- elementwise -------------------------------------------------------------------------------
 def _zero_grad(ct: Tracer, inputs: list[Tracer], out: Tracer) -> list[None]:
     return [None] * len(inputs)

@@ -302,6 +302,19 @@ TRAITS: dict[str, tuple[str, tuple[str, ...]]] = {
     "cross-device": ("meets the other devices of a multi-device program (run on the host with them)",
                      ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
                       "collective-broadcast", "partition-id", "replica-id")),
+    "control-flow": ("runs other computations as steps of the program (not fused code): a loop, a branch, a call",
+                     ("while", "conditional", "call")),
+    "not-pure": ("its result is not a function of its operands' values alone (random numbers, the device it runs "
+                 "on, other devices' data, the outside world, a barrier): never folded at compile time or "
+                 "hoisted out of a loop",
+                 ("custom-call", "rng", "rng-bit-generator", "rng-get-and-update-state", "after-all", "opt-barrier",
+                  "replica-id", "partition-id", "all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                  "collective-permute", "collective-broadcast", "all-reduce-start", "all-reduce-done",
+                  "all-gather-start", "all-gather-done", "collective-permute-start", "collective-permute-done")),
+    "index-mapped": ("each output element is one operand element found by index arithmetic (or made from its "
+                     "index, iota): a loop fusion computes it element by element, with no arithmetic on values",
+                     ("broadcast", "reshape", "transpose", "slice", "pad", "concatenate", "reverse", "iota",
+                      "bitcast", "dynamic-slice", "gather")),
 }
 for _trait, (_, _names) in TRAITS.items():
     for _name in _names:
@@ -326,6 +339,9 @@ HOST_STEP_OPCODES = opcodes_with("host-step")
 # Ops that meet the other devices of a multi-device program (a backend runs them on the host,
 # with the other devices, when the module's header asks for several).
 CROSS_DEVICE_OPCODES = opcodes_with("cross-device")
+CONTROL_FLOW_OPCODES = opcodes_with("control-flow")
+NOT_PURE_OPCODES = opcodes_with("not-pure")
+INDEX_MAPPED_OPCODES = opcodes_with("index-mapped")
 # An asynchronous collective's start -> the synchronous collective it splits in two.
 ASYNC_COLLECTIVES = {"all-reduce-start": "all-reduce", "all-gather-start": "all-gather",
                      "collective-permute-start": "collective-permute"}

@@ -19,13 +19,17 @@ from __future__ import annotations
 import numpy as np
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.hlo.opcodes import TRANSCENDENTAL_OPCODES
+from xla_teach.hlo.opcodes import (
+    BUFFER_NAMING_OPCODES,
+    CONTROL_FLOW_OPCODES,
+    INDEX_MAPPED_OPCODES,
+    TRANSCENDENTAL_OPCODES,
+)
 from xla_teach.hlo.shape import Shape
 
 TRANSCENDENTAL = TRANSCENDENTAL_OPCODES
-FREE = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "reshape", "broadcast", "transpose",
-        "slice", "concatenate", "pad", "reverse", "copy", "iota", "dynamic-slice", "dynamic-update-slice",
-        "gather", "scatter", "after-all", "opt-barrier", "convert"}
+# No flops: what names a buffer, what only moves elements, and copies, updates and conversions.
+FREE = BUFFER_NAMING_OPCODES | INDEX_MAPPED_OPCODES | {"copy", "dynamic-update-slice", "scatter", "convert"}
 _NO_BYTES = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "after-all"}
 
 
@@ -73,7 +77,7 @@ def _walk(comp: HloComputation, totals: dict[str, float], count_bytes: bool) -> 
         totals["transcendentals"] += trans
         if count_bytes and instr.opcode not in _NO_BYTES:
             totals["bytes accessed"] += _bytes(instr.shape) + sum(_bytes(o.shape) for o in instr.operands)
-        if instr.opcode in ("fusion", "while", "call", "conditional"):
+        if instr.opcode == "fusion" or instr.opcode in CONTROL_FLOW_OPCODES:
             for callee in instr.called_computations():
                 _walk(callee, totals, count_bytes=instr.opcode != "fusion")
 

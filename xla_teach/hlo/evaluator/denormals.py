@@ -33,14 +33,14 @@ import numpy as np
 
 from xla_teach.hlo.evaluator.registry import Value
 from xla_teach.hlo.ir import HloInstruction
+from xla_teach.hlo.opcodes import BUFFER_NAMING_OPCODES, CONTROL_FLOW_OPCODES, INDEX_MAPPED_OPCODES
 
-MOVES_BITS = frozenset({
-    "parameter", "constant", "tuple", "get-tuple-element", "copy", "copy-start", "copy-done",
-    "reshape", "bitcast", "bitcast-convert", "transpose", "broadcast", "slice", "dynamic-slice",
-    "dynamic-update-slice", "concatenate", "pad", "reverse", "gather", "select", "negate", "abs",
-    "iota", "call", "fusion", "while", "conditional", "map", "after-all", "add-dependency",
-    "opt-barrier", "optimization-barrier", "sort", "topk", "custom-call", "all-gather", "all-to-all",
-    "collective-permute", "partition-id", "replica-id", "domain", "real", "imag", "complex",
+# What names a buffer, moves elements by index or runs other computations, and more: their results
+# are their operands' bits (or new bits), so XLA's CPU flushes nothing there.
+MOVES_BITS = BUFFER_NAMING_OPCODES | INDEX_MAPPED_OPCODES | CONTROL_FLOW_OPCODES | frozenset({
+    "copy", "copy-start", "copy-done", "bitcast-convert", "dynamic-update-slice", "select", "negate", "abs",
+    "fusion", "map", "add-dependency", "optimization-barrier", "sort", "topk", "custom-call", "all-gather",
+    "all-to-all", "collective-permute", "partition-id", "replica-id", "domain", "real", "imag", "complex",
     "rng", "rng-bit-generator", "rng-get-and-update-state", "send", "send-done", "recv", "recv-done",
     "tanh", "atan2",
 })

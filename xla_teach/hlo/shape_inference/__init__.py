@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from xla_teach.hlo.errors import ShapeError
-from xla_teach.hlo.opcodes import OPCODES
+from xla_teach.hlo.opcodes import CONTROL_FLOW_OPCODES, OPCODES
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.shape_inference.context import OpContext
 from xla_teach.hlo.shape_inference.contraction import CONTRACTION_RULES
@@ -77,6 +77,9 @@ INFERENCE_RULES: dict[str, Rule] = {
 _missing = set(OPCODES) - set(INFERENCE_RULES)
 assert not _missing, f"opcodes without a shape-inference rule: {sorted(_missing)}"
 
+# Ops a token may flow into: control flow passes it through, the rest make or carry state.
+TAKES_TOKENS = CONTROL_FLOW_OPCODES | {"after-all", "tuple", "get-tuple-element", "custom-call", "opt-barrier",
+                                      "parameter"}
 # Ops whose whole result shape is taken from the instruction (and then checked).
 DECLARED_SHAPE_OPCODES = frozenset({"parameter", "constant", "iota", "custom-call", "rng", "bitcast", "all-gather",
                                     "reduce-scatter", "all-gather-start", "collective-permute-start"})
@@ -125,7 +128,6 @@ def infer_shape(
     if arity is not None and len(ctx.operands) != arity:
         raise ctx.fail(f"takes {arity} operand(s) but got {len(ctx.operands)}")
     for i, s in enumerate(ctx.operands):
-        if s.is_token and opcode not in ("after-all", "tuple", "get-tuple-element", "custom-call", "opt-barrier",
-                                         "call", "conditional", "while", "parameter"):
+        if s.is_token and opcode not in TAKES_TOKENS:
             raise ctx.fail(f"operand {i} is a token, which {opcode} does not accept")
     return INFERENCE_RULES[opcode](ctx)

@@ -72,6 +72,7 @@ import numpy as np
 
 from xla_teach.hlo.evaluator.core import execution_order
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.hlo.opcodes import CONTROL_FLOW_OPCODES
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
 from xla_teach.passes.pass_base import HloPass
@@ -82,7 +83,7 @@ from xla_teach.passes.simplifiers.dce import remove_dead_instructions, remove_un
 U64, S64, F64, PRED = PrimitiveType.U64, PrimitiveType.S64, PrimitiveType.F64, PrimitiveType.PRED
 STATE_OP = "rng-get-and-update-state"
 # Control flow that runs a whole computation at one point of its caller's order.
-SEQUENTIAL_CALLERS = ("call", "while", "conditional")
+SEQUENTIAL_CALLERS = CONTROL_FLOW_OPCODES
 
 
 class RngExpander(HloPass):

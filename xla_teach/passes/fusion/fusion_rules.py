@@ -22,13 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xla_teach.hlo.ir import HloInstruction
-from xla_teach.hlo.opcodes import is_elementwise
+from xla_teach.hlo.opcodes import INDEX_MAPPED_OPCODES, is_elementwise
 
-# Ops a loop fusion can compute element by element from its operands.
-_LOOP_FUSIBLE = {
-    "broadcast", "reshape", "transpose", "slice", "pad", "concatenate", "reverse", "iota",
-    "bitcast", "dynamic-slice", "gather",
-}
+# Ops a loop fusion can compute element by element from its operands (besides elementwise ones).
+_LOOP_FUSIBLE = INDEX_MAPPED_OPCODES
 _CONSUMER_HOSTS = _LOOP_FUSIBLE | {"reduce", "fusion"}
 
 

@@ -64,13 +64,14 @@ says so; every refusal is noted with its reason in the stage record.
 from __future__ import annotations
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.hlo.opcodes import CONTROL_FLOW_OPCODES
 from xla_teach.passes.fusion.fusion_rules import FusionConfig, choose_kind, fusion_decision
 from xla_teach.passes.fusion.fusion_utils import create_fusion, fuse_producer
 from xla_teach.passes.pass_base import HloPass, hlo_lines
 
 STEP_LINES = 12  # of a fusion's body in a recorded step
 
-_CONTROL_CALLERS = {"while", "conditional", "call"}
+_CONTROL_CALLERS = CONTROL_FLOW_OPCODES
 
 
 def fusible_computations(module: HloModule) -> list[HloComputation]:

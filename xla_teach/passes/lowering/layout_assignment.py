@@ -37,11 +37,11 @@ After::
 from __future__ import annotations
 
 from xla_teach.hlo.ir import HloModule
+from xla_teach.hlo.opcodes import CONTROL_FLOW_OPCODES
 from xla_teach.hlo.shape import Layout, Shape
 from xla_teach.passes.pass_base import HloPass
 
-_LAYOUT_BOUND_USERS = frozenset({"bitcast", "tuple", "while", "conditional", "call", "custom-call", "fusion",
-                                 "async-start"})
+_LAYOUT_BOUND_USERS = CONTROL_FLOW_OPCODES | {"bitcast", "tuple", "custom-call", "fusion", "async-start"}
 
 
 class LayoutAssignment(HloPass):

@@ -51,6 +51,7 @@ import numpy as np
 
 from xla_teach.hlo.evaluator import EvaluationError, evaluate_instruction
 from xla_teach.hlo.ir import HloComputation, HloInstruction
+from xla_teach.hlo.opcodes import CONTROL_FLOW_OPCODES, NOT_PURE_OPCODES
 from xla_teach.passes.pass_base import HloPass
 from xla_teach.passes.rewrite_utils import has_side_effect_recursive
 
@@ -60,12 +61,11 @@ FLUSHED_WHEN_FOLDED = frozenset({"dot", "convolution"})
 DEFAULT_MAX_ELEMENTS = 1 << 20  # about a million elements (4 MiB of f32)
 XLA_MAX_ELEMENTS = 45 * 1000 * 1000  # XLA's kMaximumConstantSizeElements
 
-# Opcodes never folded even when their operands are constants.
-NEVER_FOLDED = frozenset({
-    "parameter", "constant", "broadcast", "iota", "while", "custom-call", "tuple", "after-all",
-    "rng", "rng-bit-generator", "replica-id", "partition-id", "all-reduce", "all-gather",
-    "reduce-scatter", "all-to-all", "collective-permute", "fusion", "opt-barrier", "call", "conditional",
-})
+# Opcodes never folded even when their operands are constants: what is not a function of its
+# operands, control flow, and what folding would only make bigger (a broadcast or an iota stays
+# cheaper than its constant; a tuple or fusion is folded through its parts).
+NEVER_FOLDED = NOT_PURE_OPCODES | CONTROL_FLOW_OPCODES | {"parameter", "constant", "broadcast", "iota", "tuple",
+                                                          "fusion"}
 
 
 def _is_constant_or_broadcast_of_constant(instr: HloInstruction) -> bool:

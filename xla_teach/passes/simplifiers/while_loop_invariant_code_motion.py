@@ -83,6 +83,7 @@ drops it later if nothing else reads it.
 from __future__ import annotations
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.hlo.opcodes import CONTROL_FLOW_OPCODES, NOT_PURE_OPCODES
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.pass_base import HloPass
 from xla_teach.passes.rewrite_utils import add_instruction
@@ -98,12 +99,8 @@ NOT_WORTH_HOISTING_ALONE = frozenset({
     "constant", "get-tuple-element", "broadcast", "reshape", "transpose", "bitcast", "iota", "reverse", "slice",
     "tuple", "copy",
 })
-# Never hoisted: state, control flow and anything stateful.
-NEVER_HOISTED = frozenset({
-    "parameter", "while", "conditional", "call", "custom-call", "rng", "rng-bit-generator", "after-all",
-    "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute", "replica-id", "partition-id",
-    "opt-barrier",
-})
+# Never hoisted: the loop's state, control flow, and what is not a function of its operands.
+NEVER_HOISTED = NOT_PURE_OPCODES | CONTROL_FLOW_OPCODES | {"parameter"}
 
 
 def invariant_instructions(body: HloComputation) -> list[HloInstruction]:

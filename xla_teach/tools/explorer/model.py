@@ -34,7 +34,7 @@ from typing import Any
 from xla_teach.backends.llvm.kernel_support import kernel_symbols
 from xla_teach.hlo.backend_config import backend_config_object
 from xla_teach.hlo.ir import HloInstruction, HloModule
-from xla_teach.hlo.opcodes import OPCODES
+from xla_teach.hlo.opcodes import CONTROL_FLOW_OPCODES, OPCODES
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.sharding import HloSharding
 from xla_teach.hlo.text.parser import parse_hlo
@@ -118,7 +118,7 @@ def instruction_table(module: HloModule, executable: Any,
                 entry["fusion_kind"] = instr.fusion_kind
                 entry["members"] = [i.name for i in instr.fused_computation.instructions if i.opcode != "parameter"]
                 entry["fused_root"] = instr.fused_computation.root.name
-            elif instr.opcode in ("while", "conditional", "call"):
+            elif instr.opcode in CONTROL_FLOW_OPCODES:
                 entry.update(_called(instr))
             for symbol in kernel_symbols(instr.name):
                 if symbol in code:

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
+from xla_teach.hlo.opcodes import CONTROL_FLOW_OPCODES
 from xla_teach.tools.render import style
 from xla_teach.tools.render.graphviz import (
     GraphvizNotFound,
@@ -48,7 +49,7 @@ __all__ = ["DEFAULT_MAX_NODES", "GraphvizNotFound", "RenderError", "have_dot", "
            "render_svg", "run_dot", "svg_for_inline", "to_png", "to_svg"]
 
 DEFAULT_MAX_NODES = 250
-_CONTROL_FLOW = ("while", "conditional", "call")
+_CONTROL_FLOW = CONTROL_FLOW_OPCODES
 
 
 # ---- the graph model -----------------------------------------------------------------

@@ -29,7 +29,7 @@ import html
 from dataclasses import dataclass
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction
-from xla_teach.hlo.opcodes import CROSS_DEVICE_OPCODES, ELEMENTWISE_KINDS, AttrKind, OpKind
+from xla_teach.hlo.opcodes import CONTROL_FLOW_OPCODES, CROSS_DEVICE_OPCODES, ELEMENTWISE_KINDS, AttrKind, OpKind
 
 
 @dataclass(frozen=True)
@@ -221,6 +221,6 @@ def node_label(instr: HloInstruction, inlined: dict[int, HloInstruction]) -> str
 def _reducer_computations(instr: HloInstruction) -> list[HloComputation]:
     """Computations applied per element (reducers, comparators), named in the label
     rather than drawn: fusion bodies and control-flow bodies are drawn as clusters."""
-    if instr.opcode in ("fusion", "while", "conditional", "call"):
+    if instr.opcode == "fusion" or instr.opcode in CONTROL_FLOW_OPCODES:
         return []
     return instr.called_computations()
