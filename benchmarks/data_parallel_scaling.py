@@ -9,8 +9,9 @@ jitted with the batch split over the devices and the weights replicated
 gradients. Over MPI the script starts itself under ``mpiexec -n P`` (``--worker``); every
 process runs the same steps, and rank 0 reports the median step time. "sent" is what one
 device sends per step for its all-reduces, with a ring all-reduce's ``2 (g-1)/g`` bytes per byte
-reduced. The time per step includes the collectives (an ``MPI_Allgather`` of pickled arrays
-per all-reduce over MPI; a rendezvous of threads in one process).
+reduced. The time per step includes the collectives (MPI's own ``MPI_Allreduce`` on the arrays'
+buffers across processes; a rendezvous of threads in one process). ``--width`` and ``--batch``
+make the step compute-bound: ``--batch 4096 --width 1024`` is the size docs/performance.md reports.
 
 Each configuration runs twice: with the backend's thread pool (one device already uses every
 core for its kernels, so a second device on the same cores only adds communication), and with
@@ -33,13 +34,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
 
-def _problem(batch: int) -> tuple[list[np.ndarray], object]:
+def _problem(batch: int, width: int = 512) -> tuple[list[np.ndarray], object]:
     import xla_teach
     import xla_teach.nn as nn
 
     rng = np.random.default_rng(0)
-    args = [(rng.standard_normal((784, 512)) * 0.05).astype(np.float32),
-            (rng.standard_normal((512, 10)) * 0.05).astype(np.float32),
+    args = [(rng.standard_normal((784, width)) * 0.05).astype(np.float32),
+            (rng.standard_normal((width, 10)) * 0.05).astype(np.float32),
             rng.standard_normal((batch, 784)).astype(np.float32),
             np.eye(10, dtype=np.float32)[rng.integers(0, 10, batch)]]
 
@@ -67,13 +68,13 @@ def _sent_bytes(fn: object, shardings: object, args: list[np.ndarray]) -> int:
     return total
 
 
-def measure(devices: int, steps: int, batch: int) -> tuple[float, int]:
+def measure(devices: int, steps: int, batch: int, width: int = 512) -> tuple[float, int]:
     """Median seconds per step and bytes sent per device per step, on ``devices`` devices (this
     process's CPU threads, or -- under mpiexec -- the processes)."""
     import xla_teach
     from xla_teach.sharding import NamedSharding, P
 
-    args, step = _problem(batch)
+    args, step = _problem(batch, width)
     shardings = None
     sent = 0
     if devices > 1:
@@ -91,11 +92,11 @@ def measure(devices: int, steps: int, batch: int) -> tuple[float, int]:
     return statistics.median(times), sent
 
 
-def worker(steps: int, batch: int) -> None:
+def worker(steps: int, batch: int, width: int) -> None:
     from xla_teach import distributed
 
     distributed.initialize()
-    seconds, sent = measure(distributed.process_count(), steps, batch)
+    seconds, sent = measure(distributed.process_count(), steps, batch, width)
     if distributed.process_index() == 0:
         print(f"RESULT {seconds} {sent}", flush=True)
 
@@ -104,24 +105,25 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch", type=int, default=2048)
+    parser.add_argument("--width", type=int, default=512, help="hidden units (784-WIDTH-10)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = parser.parse_args()
     if a.worker:
-        worker(a.steps, a.batch)
+        worker(a.steps, a.batch, a.width)
         return 0
     import os
 
     from xla_teach import flags
 
     mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
-    print(f"MLP 784-512-10 training step, batch {a.batch}, median of {a.steps} steps")
+    print(f"MLP 784-{a.width}-10 training step, batch {a.batch}, median of {a.steps} steps")
     for parallel in (True, False):
         print("\n" + ("kernels on every core (the thread pool)" if parallel else "one core per device"))
         print(f"{'devices':<28} {'step':>10} {'speed-up':>9} {'sent per device':>16}")
         base = None
         for devices in (1, 2):
             with flags.override(xla_force_host_platform_device_count=devices, xla_teach_cpu_parallel=parallel):
-                seconds, sent = measure(devices, a.steps, a.batch)
+                seconds, sent = measure(devices, a.steps, a.batch, a.width)
             base = base or seconds
             print(f"{f'{devices} CPU thread(s), 1 process':<28} {seconds * 1e3:>8.2f}ms {base / seconds:>8.2f}x "
                   f"{sent / 1024:>13.1f}KiB", flush=True)
@@ -129,10 +131,12 @@ def main() -> int:
             print("no mpiexec: pip install -e '.[mpi]' for the MPI rows")
             continue
         env = dict(os.environ, XLA_FLAGS=f"--xla_teach_cpu_parallel={str(parallel).lower()}")
+        if not parallel:  # one core per process: OpenBLAS's own threads too
+            env["OPENBLAS_NUM_THREADS"] = "1"
         for processes in (1, 2):
             run = subprocess.run([mpiexec, "-n", str(processes), sys.executable, __file__, "--worker", "--steps",
-                                  str(a.steps), "--batch", str(a.batch)], capture_output=True, text=True,
-                                 timeout=900, env=env)
+                                  str(a.steps), "--batch", str(a.batch), "--width", str(a.width)],
+                                 capture_output=True, text=True, timeout=900, env=env)
             line = next((x for x in run.stdout.splitlines() if x.startswith("RESULT")), None)
             if line is None:
                 print(f"{processes} MPI process(es) failed:\n{run.stderr[-2000:]}")

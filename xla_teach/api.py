@@ -177,7 +177,8 @@ def _execute_over_mpi(module: HloModule, args: list[Any], backend: str, executab
 
     count, processes = module.device_count(), distributed.process_count()
     shapes = ",".join(f"{np.asarray(a).dtype}{list(np.shape(a))}" for a in args)
-    distributed.agree("program", hashlib.sha256(f"{module.to_text()}|{shapes}|{backend}".encode()).hexdigest())
+    distributed.agree("program", lambda: hashlib.sha256(f"{module.to_text()}|{shapes}|{backend}".encode()).hexdigest(),
+                      remember=(module, f"{shapes}|{backend}"))
     if processes != count:
         raise distributed.DistributedError(f"{module.name} runs on {count} devices, but mpiexec started {processes} "
                                            "processes (one per device)")
@@ -194,8 +195,10 @@ def _execute_over_mpi(module: HloModule, args: list[Any], backend: str, executab
             return executable.execute(pieces)
     else:
         raise ValueError(f"{module.name}: over MPI each process runs the interpreter or the CPU, not {backend}")
+    root = module.entry.root_instruction.sharding  # replicated outputs need not travel
+    gather = None if root is None else [not s.is_replicated for s in (root.elements if root.is_tuple else [root])]
     return run_global(module, args, run=lambda per_device: distributed.run_here(
-        lambda device: one(device, per_device[device.index])))
+        lambda device: one(device, per_device[device.index]), gather), only=distributed.process_index())
 
 
 def _debug_print(level: int, executable: Any) -> None:

@@ -210,4 +210,7 @@ for exercise in ['sharding']:
 #    than gathering `w`?
 # 4. **MPI.** Save the training cell as a script, call `xla_teach.distributed.initialize()`
 #    first and run it with `.venv/bin/mpiexec -n 4 .venv/bin/python train.py`. Does every
-#    process print the same losses?
+#    process print the same losses? Now let process 3 sleep for a minute before its first step
+#    and run with `XLA_FLAGS=--xla_teach_collective_timeout_seconds=5`: what do the others
+#    print, and how long until every process has stopped? (docs: "Several processes and
+#    machines", which also shows how to run it on several machines and under SLURM.)

@@ -8,7 +8,10 @@ process passes them all, as with jax.jit), rank 0 saves the global outputs; ``tr
 data-parallel steps of an MLP (``jit`` with the batch split over the processes), rank 0 saves the
 losses; ``fail``: process 2 gets a wrong argument, and the run must stop instead of hanging;
 ``raise``: process 1 raises before any collective (a trace-time error), and every process must
-stop; ``mismatch``: process 3 passes global arrays of another shape, and every process must refuse.
+stop; ``mismatch``: process 3 passes global arrays of another shape, and every process must refuse;
+``engine``: collectives MPI runs itself and ones it leaves to the interpreter, rank 0 saves the
+results and which ones fell back; ``hang``: process 3 never reaches a collective, and the others
+must stop every process after the collective timeout.
 """
 
 from __future__ import annotations
@@ -60,9 +63,83 @@ def train_losses(steps: int = 5) -> list[float]:
     return losses
 
 
+# Collectives along dimension 1, in bf16 (moved as bytes; reduced by the interpreter's code: MPI
+# has no bf16), by maximum, variadic, by a computation MPI cannot run, and a broadcast.
+ENGINE = """HloModule engine, num_partitions=4
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] maximum(a, b)
+}
+
+add_bf16 {
+  a = bf16[] parameter(0)
+  b = bf16[] parameter(1)
+  ROOT c = bf16[] add(a, b)
+}
+
+add_twice {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  s = f32[] add(a, b)
+  ROOT c = f32[] add(s, b)
+}
+
+ENTRY main {
+  x = f32[4,4] parameter(0)
+  h = bf16[4,4] convert(x)
+  gathered1 = f32[4,8] all-gather(x), replica_groups={{0,2},{1,3}}, dimensions={1}
+  scattered1 = f32[4,1] reduce-scatter(x), replica_groups={{0,1,2,3}}, dimensions={1}, to_apply=add
+  exchanged1 = f32[4,4] all-to-all(x), replica_groups={{0,1,2,3}}, dimensions={1}
+  biggest = f32[4,4] all-reduce(x), replica_groups={{0,1,2,3}}, to_apply=max
+  both = (f32[4,4], f32[4,4]) all-reduce(x, x), replica_groups={{0,3},{1,2}}, to_apply=add
+  both0 = f32[4,4] get-tuple-element(both), index=0
+  gathered_bf16 = bf16[8,4] all-gather(h), replica_groups={{0,1},{2,3}}, dimensions={0}
+  summed_bf16 = bf16[4,4] all-reduce(h), replica_groups={{0,1},{2,3}}, to_apply=add_bf16
+  odd = f32[4,4] all-reduce(x), replica_groups={{0,1,2,3}}, to_apply=add_twice
+  sent = f32[4,4] collective-broadcast(x), replica_groups={{2,3},{0,1}}
+  ROOT t = (f32[4,8], f32[4,1], f32[4,4], f32[4,4], f32[4,4], bf16[8,4], bf16[4,4], f32[4,4], f32[4,4]) tuple(gathered1, scattered1, exchanged1, biggest, both0, gathered_bf16, summed_bf16, odd, sent)
+}
+"""
+
+
+def engine_input(rank: int) -> np.ndarray:
+    return (np.arange(16, dtype=np.float32).reshape(4, 4) * (rank + 1) - 3 * rank) / 4
+
+
 def main(mode: str, backend: str, out: str) -> None:
     distributed.initialize()
     rank = distributed.process_index()
+    if mode == "engine":  # count the collectives that fell back to exchanging values
+        from xla_teach.runtime.distributed import MpiRendezvous
+
+        exchanged: list[str] = []
+        exchange = MpiRendezvous.exchange
+        MpiRendezvous.exchange = lambda self, key, *a: exchanged.append(key[0]) or exchange(self, key, *a)
+        executable = compile_module(ENGINE, backend)
+        results = distributed.run_here(lambda device: executable.execute([engine_input(rank)]))
+        if rank == 0:
+            np.savez(out, exchanged=np.array(sorted(exchanged)),
+                     **{f"dev{d}_out{i}": v for d, leaves in enumerate(results) for i, v in enumerate(leaves)})
+        return
+    if mode == "hang":  # process 3 never reaches the all-reduce: the others must give up and stop all
+        import time
+
+        from xla_teach import flags
+
+        if rank == 3:
+            time.sleep(600)
+        with flags.override(xla_teach_collective_timeout_seconds=3):
+            executable = compile_module(COLLECTIVES, backend)
+            distributed.run_here(lambda device: executable.execute([np.zeros((4, 2), np.float32)]))
+        return
     if mode == "train":
         losses = train_losses()
         if rank == 0:

@@ -5,6 +5,7 @@ others; a missing MPI is stated plainly."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +42,41 @@ def test_every_collective_on_four_processes(backend: str, tmp_path: Path) -> Non
     for d, leaves in enumerate(want):
         for i, w in enumerate(leaves):
             np.testing.assert_array_equal(got[f"dev{d}_out{i}"], w)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpreter"])
+def test_mpi_runs_the_collectives_itself_and_leaves_it_only_what_it_cannot_reduce(backend: str,
+                                                                                  tmp_path: Path) -> None:
+    """Along any dimension, on sub-groups, variadic, by maximum, a broadcast, bf16 moved as bytes:
+    MPI's own operations give the simulated devices' results (float sums within the bound of a
+    reduction in another order: here they are exact); a bf16 sum (MPI has no bf16) and a
+    reduction by a computation fall back to exchanging values, and only they."""
+    from tests.distributed.mpi_program import ENGINE, engine_input
+
+    out = tmp_path / "out.npz"
+    run = _mpiexec("engine", backend, str(out))
+    assert run.returncode == 0, run.stderr
+    got = np.load(out)
+    assert sorted(set(got["exchanged"].tolist())) == ["odd", "summed_bf16"]
+    want = run_partitioned(parse_hlo(ENGINE), [[engine_input(d)] for d in range(4)])
+    for d, leaves in enumerate(want):
+        for i, w in enumerate(leaves):
+            mine = got[f"dev{d}_out{i}"]
+            if str(w.dtype) == "bfloat16":  # np.savez keeps bf16 as raw bytes
+                mine, w = mine.view(np.uint16), w.view(np.uint16)
+            np.testing.assert_array_equal(mine, w, err_msg=f"device {d} output {i}")
+
+
+def test_a_process_that_never_reaches_a_collective_stops_every_process_after_the_timeout(tmp_path: Path) -> None:
+    import time
+
+    start = time.monotonic()
+    run = _mpiexec("hang", "cpu", str(tmp_path / "out.npz"), timeout=120)
+    took = time.monotonic() - start
+    assert run.returncode != 0
+    assert re.search(r"process [0-2] waited 3 s in all-reduce sum \(run 1\) for devices \[[0-3], [0-3]\]: one of them "
+                     "never reached it", run.stderr), run.stderr[-2000:]
+    assert took < 60, took
 
 
 def test_xlas_data_parallel_module_on_four_processes_from_a_host_file(tmp_path: Path) -> None:

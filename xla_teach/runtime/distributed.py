@@ -16,12 +16,10 @@ installs (the ``mpich`` wheel)::
     $ mpiexec -f hosts -n 8 python train.py  # on the machines listed in the file "hosts"
 
 Each process runs the per-device module on *its* piece of the arguments (the parameters'
-shardings say which), and its collectives and ``partition-id`` meet the other processes'
-through :class:`MpiRendezvous`: every process deposits its operand with one ``MPI_Allgather``
-and combines its group's values, in group order, with the interpreter's collective code -- so
-four processes compute the bits four threads or four simulated devices do. The outputs are
-gathered the same way, so every process gets the global results, as ``jax.jit`` returns global
-arrays.
+shardings say which), and its collectives meet the other processes' through
+:class:`MpiRendezvous`, as MPI's own operations (``MPI_Allreduce``, ``MPI_Allgather``...) on a
+communicator per replica group, in place on the NumPy buffers. The outputs are then gathered, so
+every process gets the global results, as ``jax.jit`` returns global arrays.
 
 A host file (MPICH's ``-f`` option) lists one machine per line, ``name:slots``; processes are
 placed in its order, so device ``i`` is the ``i``-th process. ``mpiexec`` starts the processes
@@ -33,13 +31,15 @@ them waiting in a collective.
 from __future__ import annotations
 
 import sys
+import time
 import traceback
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from xla_teach.hlo.evaluator.device_context import DeviceContext
+from xla_teach.hlo.evaluator.device_context import CollectiveCall, DeviceContext
 
 _state: dict[str, Any] = {}
 
@@ -84,13 +84,18 @@ def _abort_on_uncaught_errors(comm: Any) -> None:
     sys.excepthook = hook
 
 
-def agree(what: str, fingerprint: str) -> None:
+def agree(what: str, fingerprint: str | Callable[[], str], remember: tuple[Any, str] | None = None) -> None:
     """Check that every process is about to run the same thing (``fingerprint``: a module's text
     and its arguments' shapes); if not, every process raises the same clear error naming which
-    processes differ, instead of meeting in mismatched collectives."""
+    processes differ, instead of meeting in mismatched collectives. ``remember=(obj, detail)``:
+    once agreed, the same object with the same detail is not checked again (every process
+    remembers the same calls, so they skip together)."""
     if not _state or process_count() <= 1:
         return
-    everyone = list(_state["comm"].allgather(fingerprint))
+    agreed = _state.setdefault("agreed", weakref.WeakKeyDictionary())
+    if remember is not None and remember[1] in agreed.get(remember[0], ()):
+        return
+    everyone = list(_state["comm"].allgather(fingerprint() if callable(fingerprint) else fingerprint))
     if len(set(everyone)) > 1:
         groups: dict[str, list[int]] = {}
         for rank, value in enumerate(everyone):
@@ -98,6 +103,8 @@ def agree(what: str, fingerprint: str) -> None:
         raise DistributedError(f"the processes are not running the same {what}: processes "
                                + "; ".join(f"{ranks}" for ranks in groups.values())
                                + " differ (the same program, mesh and argument shapes on every process)")
+    if remember is not None:
+        agreed.setdefault(remember[0], set()).add(remember[1])
 
 
 def is_initialized() -> bool:
@@ -119,14 +126,123 @@ def shutdown() -> None:
     _state.clear()
 
 
+class CollectiveTimeout(DistributedError):
+    """A collective waited longer than ``--xla_teach_collective_timeout_seconds``."""
+
+
+# The reductions MPI computes itself, by the opcode of the collective's to_apply.
+_MPI_REDUCERS = {"add": "SUM", "multiply": "PROD", "maximum": "MAX", "minimum": "MIN"}
+# Element types MPI reduces (others -- bf16, f16 -- are reduced by the interpreter's code).
+_MPI_ARITHMETIC = {np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+                                         np.uint8, np.uint16, np.uint32, np.uint64)}
+
+
 class MpiRendezvous:
-    """The rendezvous of :class:`~xla_teach.hlo.evaluator.devices.DeviceContext` over MPI: one
-    ``allgather`` per collective, over every process (each then keeps its group's values).
-    Every process reaches the collectives of an SPMD program in the same order; the key checks it."""
+    """The rendezvous of :class:`~xla_teach.hlo.evaluator.devices.DeviceContext` over MPI.
+
+    Collectives run as MPI's own buffer operations on a communicator per replica group (made once
+    per set of groups with ``MPI_Comm_split``), on the NumPy arrays themselves, no pickles:
+
+        all-reduce            MPI_Allreduce (add, multiply, maximum, minimum of MPI's types)
+        all-gather            MPI_Allgather
+        reduce-scatter        MPI_Reduce_scatter_block
+        all-to-all            MPI_Alltoall
+        collective-broadcast  MPI_Bcast from the group's first device
+        collective-permute    MPI_Isend / MPI_Irecv between the pairs
+
+    MPI picks its own order for a reduction (a tree, not the group's order), so a float sum may
+    differ from the simulated devices' in its last bits; every process gets the same bits. A
+    reduction MPI cannot do (by a computation, or in bf16) falls back to :meth:`exchange`: one
+    ``allgather`` of the values, combined in group order by the interpreter. Every collective is
+    posted without blocking and waited for with a deadline (``--xla_teach_collective_timeout_seconds``)."""
 
     def __init__(self, comm: Any) -> None:
         self.comm = comm
         self.devices = int(comm.Get_size())
+        self._communicators: dict[tuple[tuple[int, ...], ...], Any] = {}
+        self._permutes = 0
+
+    def _communicator(self, call: CollectiveCall) -> Any:
+        """The communicator of this process's group; every process splits at the same collective
+        (they run the same program), so the groups are made together -- once all have arrived
+        (a barrier waited for with the timeout: the split itself would wait forever)."""
+        groups = call.groups
+        if groups not in self._communicators:
+            self._wait(call, self.comm.Ibarrier())
+            rank = self.comm.Get_rank()
+            color = next(i for i, g in enumerate(groups) if rank in g)
+            self._communicators[groups] = self.comm.Split(color, groups[color].index(rank))
+        return self._communicators[groups]
+
+    def run_collective(self, call: CollectiveCall) -> list[np.ndarray] | None:
+        MPI = _mpi()  # noqa: N806 - mpi4py's name
+        x = call.operands[0]
+        if call.kind in ("all-reduce", "reduce-scatter") and (
+                call.reducer not in _MPI_REDUCERS or any(o.dtype not in _MPI_ARITHMETIC for o in call.operands)):
+            return None
+        if call.kind == "collective-permute":
+            return [self._permute(call, _contiguous(x))]
+        comm = self._communicator(call)
+        n = comm.Get_size()
+        if call.kind == "all-reduce":
+            op = getattr(MPI, _MPI_REDUCERS[call.reducer or ""])
+            outs = []
+            for operand in call.operands:
+                send = _contiguous(operand)
+                out = np.empty_like(send)
+                self._wait(call, comm.Iallreduce(send, out, op=op))
+                outs.append(out)
+            return outs
+        if call.kind == "collective-broadcast":
+            out = np.array(x, copy=True, order="C")
+            self._wait(call, comm.Ibcast(_bytes(out), root=0))
+            return [out]
+        front = _contiguous(np.moveaxis(x, call.axis, 0))  # the pieces: blocks along axis 0
+        if call.kind == "all-gather":
+            out = np.empty((n * front.shape[0], *front.shape[1:]), front.dtype)
+            self._wait(call, comm.Iallgather(_bytes(front), _bytes(out)))
+        elif call.kind == "reduce-scatter":
+            out = np.empty((front.shape[0] // n, *front.shape[1:]), front.dtype)
+            op = getattr(MPI, _MPI_REDUCERS[call.reducer or ""])
+            self._wait(call, comm.Ireduce_scatter_block(front, out, op=op))
+        elif call.kind == "all-to-all":
+            out = np.empty_like(front)
+            self._wait(call, comm.Ialltoall(_bytes(front), _bytes(out)))
+        else:
+            return None
+        return [np.moveaxis(out, 0, call.axis)]
+
+    def _permute(self, call: CollectiveCall, x: np.ndarray) -> np.ndarray:
+        """Send to the pair's target, receive from the pair's source (zeros if none)."""
+        tag = self._permutes % 32768  # every process runs the permutes in the same order
+        self._permutes += 1
+        me = call.device
+        requests = [self.comm.Isend(_bytes(x), dest=t, tag=tag) for s, t in call.pairs if s == me]
+        sources = [s for s, t in call.pairs if t == me]
+        out = np.zeros_like(x)
+        if sources:
+            requests.append(self.comm.Irecv(_bytes(out), source=sources[0], tag=tag))
+        for request in requests:
+            self._wait(call, request)
+        return out
+
+    def _wait(self, call: CollectiveCall, request: Any) -> None:
+        """Wait for a posted operation, testing it now and then, until the collective timeout."""
+        from xla_teach import flags
+
+        limit = float(flags.get("xla_teach_collective_timeout_seconds"))
+        deadline = time.monotonic() + limit
+        pause = 0.0
+        while not request.Test():
+            if limit and time.monotonic() > deadline:
+                name, run = call.key
+                raise CollectiveTimeout(
+                    f"process {call.device} waited {limit:g} s in {call.kind} {name} (run {run + 1}) for "
+                    f"devices {list(call.group)}: one of them never reached it (a deadlock: the processes took "
+                    "different paths through the program, or one is stuck); raise "
+                    "--xla_teach_collective_timeout_seconds if it is only slow")
+            time.sleep(pause)
+            pause = min(2 * pause + 1e-6, 1e-4)  # spin first, then sleep up to 0.1 ms
 
     def exchange(self, key: tuple[str, int], group: list[int], device: int, value: Any) -> dict[int, Any]:
         everyone = self.comm.allgather((key, device, value))
@@ -143,9 +259,13 @@ class MpiRendezvous:
         self.comm.Abort(1)
 
 
-def run_here(run_one: Callable[[DeviceContext], list[np.ndarray]]) -> list[list[np.ndarray]]:
+def run_here(run_one: Callable[[DeviceContext], list[np.ndarray]],
+             gather: Sequence[bool] | None = None) -> list[list[np.ndarray]]:
     """Run this process's device (``run_one(device)``), then gather every device's results, so
-    that each process holds them all (for putting the global outputs back together)."""
+    that each process holds them all (for putting the global outputs back together) -- with
+    ``MPI_Allgather`` into one buffer per output. ``gather[i]`` False: output ``i`` is the same
+    on every device (replicated), so this process's own stands for every device's, and nothing
+    is sent."""
     from xla_teach.hlo.evaluator.device_context import as_device
 
     if not _state:
@@ -157,4 +277,25 @@ def run_here(run_one: Callable[[DeviceContext], list[np.ndarray]]) -> list[list[
     except Exception as error:  # noqa: BLE001 - every process must stop, not just this one
         device.rendezvous.fail(error)
         raise
-    return list(_state["comm"].allgather(mine))
+    comm = _state["comm"]
+    n = comm.Get_size()
+    columns = []
+    for i, out in enumerate(mine):
+        out = _contiguous(np.asarray(out))
+        if gather is not None and not gather[i]:
+            columns.append([out] * n)
+            continue
+        everyone = np.empty((n, *out.shape), out.dtype)
+        comm.Allgather(_bytes(out), _bytes(everyone))
+        columns.append(list(everyone))
+    return [[column[d] for column in columns] for d in range(n)]
+
+
+def _bytes(x: np.ndarray) -> np.ndarray:
+    """The array's bytes, for the operations that only move data (MPI has no bf16 or f16)."""
+    return x.reshape(-1).view(np.uint8)
+
+
+def _contiguous(x: np.ndarray) -> np.ndarray:
+    """``x`` in C order (np.ascontiguousarray would turn a scalar into a 1-element vector)."""
+    return x if x.flags.c_contiguous else np.array(x, order="C")

@@ -181,11 +181,15 @@ def _collective(ev: HloEvaluator, instr: HloInstruction, opcode: str, operands: 
             raise NotImplementedError(problem)
         return operands[0] if len(operands) == 1 else tuple(operands)
     group = device.group_of(instr)
+    dims = instr.attrs.get("dimensions") or (0,)
+    axis = int(dims[0])
+    if not (opcode == "all-to-all" and len(operands) > 1):  # a library takes arrays, not tuples of pieces
+        native = device.run_collective(instr, opcode, operands, reducer=reducer_opcode(instr), axis=axis)
+        if native is not None:
+            return native[0] if len(native) == 1 else tuple(native)
     values = device.exchange(instr, group, list(operands))
     members = [values[d] for d in group]
     position = group.index(device.index)
-    dims = instr.attrs.get("dimensions") or (0,)
-    axis = int(dims[0])
 
     def reduced(k: int) -> np.ndarray:
         total = members[0][k]
@@ -209,6 +213,19 @@ def _collective(ev: HloEvaluator, instr: HloInstruction, opcode: str, operands: 
     return np.concatenate([piece[position] for piece in pieces], axis=axis)
 
 
+def reducer_opcode(instr: HloInstruction) -> str | None:
+    """The opcode of a collective's ``to_apply`` when it is one elementwise op of its two
+    parameters (``add(p0, p1)``: what a communication library can reduce with), else None."""
+    comp = instr.attrs.get("to_apply")
+    if comp is None or len(comp.instructions) != 3:
+        return None
+    root = comp.root
+    params = {id(p) for p in comp.parameter_instructions}
+    if len(root.operands) == 2 and {id(o) for o in root.operands} == params:
+        return root.opcode
+    return None
+
+
 @register("collective-permute")
 def handle_collective_permute(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) -> Value:
     """Each device receives the operand of the device whose pair targets it, or zeros (on one
@@ -217,6 +234,10 @@ def handle_collective_permute(ev: HloEvaluator, instr: HloInstruction, operands:
     device = ev.device
     if device is None:
         return operands[0] if (0, 0) in pairs else np.zeros_like(operands[0])
+    native = device.run_collective(instr, "collective-permute", operands[:1], groups=(tuple(range(device.count)),),
+                                   pairs=tuple(pairs))
+    if native is not None:
+        return native[0]
     values = device.exchange(instr, list(range(device.count)), operands[0])
     sources = [s for s, t in pairs if t == device.index]
     return np.array(values[sources[0]]) if sources else np.zeros_like(operands[0])
@@ -228,6 +249,9 @@ def handle_collective_broadcast(ev: HloEvaluator, instr: HloInstruction, operand
     device = ev.device
     if device is None:
         return operands[0]
+    native = device.run_collective(instr, "collective-broadcast", operands[:1])
+    if native is not None:
+        return native[0]
     group = device.group_of(instr)
     values = device.exchange(instr, group, operands[0])
     return np.array(values[group[0]])

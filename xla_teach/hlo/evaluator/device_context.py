@@ -9,10 +9,12 @@ both, lets the runners build evaluators without the core importing them back.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from xla_teach.hlo.replica_groups import expand_replica_groups
 
@@ -60,12 +62,34 @@ class Rendezvous:
             self._cond.notify_all()
 
 
+@dataclass(frozen=True)
+class CollectiveCall:
+    """One collective, as a communication library sees it: what to do, among which devices, on
+    which arrays. A rendezvous that has such a library (MPI) runs the whole collective with it;
+    one that has not (threads) only exchanges values and the interpreter combines them."""
+
+    kind: str  # all-reduce, all-gather, reduce-scatter, all-to-all, collective-broadcast, collective-permute
+    key: tuple[str, int]  # the instruction's name and how many times this device has run it
+    groups: tuple[tuple[int, ...], ...]  # every group of the collective (each device is in one)
+    device: int
+    operands: tuple[np.ndarray, ...]
+    reducer: str | None = None  # all-reduce, reduce-scatter: the opcode of to_apply (None: not a plain op)
+    axis: int = 0  # all-gather, reduce-scatter, all-to-all
+    pairs: tuple[tuple[int, int], ...] = ()  # collective-permute: (source, target)
+
+    @property
+    def group(self) -> tuple[int, ...]:
+        return next(g for g in self.groups if self.device in g)
+
+
 @dataclass
 class DeviceContext:
     """One simulated device: its index and the rendezvous it shares with the others."""
 
     index: int
-    rendezvous: Any  # a Rendezvous, or distributed.MpiRendezvous: exchange(key, group, device, value), fail(error)
+    # a Rendezvous, or distributed.MpiRendezvous: exchange(key, group, device, value), fail(error), and
+    # run_collective(call) -> the result, or None when the collective is left to the interpreter
+    rendezvous: Any
     _runs: dict[int, int] = field(default_factory=dict)
 
     @property
@@ -78,10 +102,33 @@ class DeviceContext:
                 return group
         raise RuntimeError(f"{instr.name}: device {self.index} is in none of its replica_groups")
 
-    def exchange(self, instr: HloInstruction, group: list[int], value: Any) -> dict[int, Any]:
+    def groups_of(self, instr: HloInstruction) -> tuple[tuple[int, ...], ...]:
+        return tuple(tuple(g) for g in expand_replica_groups(str(instr.attrs.get("replica_groups") or "{}"),
+                                                             self.count))
+
+    def _key(self, instr: HloInstruction) -> tuple[str, int]:
         run = self._runs.get(instr.unique_id, 0)
         self._runs[instr.unique_id] = run + 1
-        return self.rendezvous.exchange((instr.name, run), group, self.index, value)
+        return instr.name, run
+
+    def exchange(self, instr: HloInstruction, group: list[int], value: Any) -> dict[int, Any]:
+        return self.rendezvous.exchange(self._key(instr), group, self.index, value)
+
+    def run_collective(self, instr: HloInstruction, kind: str, operands: Sequence[np.ndarray], *,
+                       groups: tuple[tuple[int, ...], ...] | None = None, reducer: str | None = None,
+                       axis: int = 0, pairs: tuple[tuple[int, int], ...] = ()) -> Any | None:
+        """Hand the whole collective to the rendezvous's library; None when it has none for this
+        one (the caller then exchanges values, and the interpreter combines them)."""
+        run = getattr(self.rendezvous, "run_collective", None)
+        if run is None:
+            return None
+        call = CollectiveCall(kind, (instr.name, self._runs.get(instr.unique_id, 0)),
+                              groups if groups is not None else self.groups_of(instr), self.index,
+                              tuple(np.asarray(o) for o in operands), reducer, axis, pairs)
+        result = run(call)
+        if result is not None:
+            self._key(instr)  # this run of the instruction is done
+        return result
 
 
 _current = threading.local()

@@ -82,7 +82,8 @@ def run_partitioned(module: HloModule, per_device_args: Sequence[Sequence[Any]])
 
 
 def run_global(module: HloModule, args: Sequence[np.ndarray], out_shardings: Sequence[HloSharding] | None = None,
-               run: Callable[[list[list[np.ndarray]]], list[list[np.ndarray]]] | None = None) -> list[np.ndarray]:
+               run: Callable[[list[list[np.ndarray]]], list[list[np.ndarray]]] | None = None,
+               only: int | None = None) -> list[np.ndarray]:
     """Run a per-device module on *global* arrays, as ``jax.jit`` does with sharded ones.
 
     Each ENTRY parameter's ``sharding`` says which piece of the global argument every device
@@ -90,7 +91,8 @@ def run_global(module: HloModule, args: Sequence[np.ndarray], out_shardings: Seq
     back together from the devices' pieces by its sharding: ``out_shardings`` (one per result
     leaf) or the ROOT's own. XLA's optimized SPMD modules do not print the ROOT's sharding;
     without one an output must be the same on every device, else this says so. ``run`` runs the
-    devices on their pieces (default: the interpreter, :func:`run_partitioned`).
+    devices on their pieces (default: the interpreter, :func:`run_partitioned`). ``only``: cut the
+    pieces of that device alone (one process of several, each running its own device).
     """
     from xla_teach.hlo.sharding import HloSharding, ShardingError
 
@@ -103,7 +105,7 @@ def run_global(module: HloModule, args: Sequence[np.ndarray], out_shardings: Seq
     for param, arg in zip(params, args, strict=True):
         sharding = param.sharding or HloSharding.replicate()
         arg = np.asarray(arg)
-        for d in range(n):
+        for d in range(n) if only is None else [only]:
             piece = sharding.shard(arg, d % partitions)
             if piece.shape != tuple(param.shape.dimensions):
                 raise ShardingError(f"parameter {param.parameter_number} ({param.name}): a global {arg.dtype}"
