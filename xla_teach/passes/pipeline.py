@@ -77,9 +77,11 @@ def optimization(first: Sequence[HloPass] = ()) -> HloPassPipeline:
 
 def spmd_partitioning() -> HloPassPipeline:
     """The ``spmd-partitioning`` stage: a global program for several devices, as JAX writes it
-    before XLA partitions it, becomes the per-device program (a per-device module passes through
-    unchanged: :func:`~xla_teach.passes.spmd.spmd_partitioner.needs_partitioning`)."""
-    return HloPassPipeline("spmd-partitioning", [SpmdPartitioner(only_unpartitioned=True)])
+    before XLA partitions it, becomes the per-device program, its calls inlined first as XLA's CPU
+    compiler does (a per-device module passes through unchanged:
+    :func:`~xla_teach.passes.spmd.spmd_partitioner.needs_partitioning`)."""
+    return HloPassPipeline("spmd-partitioning", [CallInliner(only_global_programs=True),
+                                                 SpmdPartitioner(only_unpartitioned=True)])
 
 
 def fusion(config: FusionConfig | None = None) -> HloPassPipeline:

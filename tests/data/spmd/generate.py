@@ -45,6 +45,27 @@ def write_jax_dump(out_dir: Path) -> None:
         shutil.copyfile(found, target / found.name)
 
 
+def mlp_sgd_step(w1, w2, x, y):  # type: ignore[no-untyped-def]
+    import jax
+
+    def loss(w1, w2):  # type: ignore[no-untyped-def]
+        return -(jax.nn.log_softmax(jax.nn.relu(x @ w1) @ w2) * y).sum() / x.shape[0]
+
+    g1, g2 = jax.grad(loss, argnums=(0, 1))(w1, w2)
+    return w1 - 0.1 * g1, w2 - 0.1 * g2
+
+
+def megatron_sgd_step(x, w1, b1, w2, y):  # type: ignore[no-untyped-def]
+    import jax
+    import jax.numpy as jnp
+
+    def loss(w1, b1, w2):  # type: ignore[no-untyped-def]
+        return jnp.mean((jax.nn.gelu(x @ w1 + b1) @ w2 - y) ** 2)
+
+    g1, gb, g2 = jax.grad(loss, argnums=(0, 1, 2))(w1, b1, w2)
+    return w1 - 0.1 * g1, b1 - 0.1 * gb, w2 - 0.1 * g2
+
+
 def main() -> int:
     import jax
     import jax.numpy as jnp
@@ -110,6 +131,20 @@ def main() -> int:
                                                                 dimension_numbers=("NHWC", "HWIO", "NHWC")),
                       [rng.standard_normal((2, 16, 8, 3)).astype(np.float32),
                        rng.standard_normal((3, 3, 3, 5)).astype(np.float32)], [P(None, ("x", "y")), P()], mesh),
+        # a data-parallel SGD step of an MLP, written the ordinary way (JAX's log_softmax is a call)
+        "mlp_step_data_parallel": (mlp_sgd_step, [(rng.standard_normal((16, 32)) * 0.3).astype(np.float32),
+                                                  (rng.standard_normal((32, 8)) * 0.3).astype(np.float32),
+                                                  rng.standard_normal((64, 16)).astype(np.float32),
+                                                  np.eye(8, dtype=np.float32)[rng.integers(0, 8, 64)]],
+                                   [P(), P(), P(("x", "y")), P(("x", "y"))], mesh),
+        # a megatron MLP step on the 2x2 mesh: the batch over x, the hidden units over y (the first
+        # weight's columns and bias, the second weight's rows)
+        "megatron_mlp_step": (megatron_sgd_step, [rng.standard_normal((8, 16)).astype(np.float32),
+                                                  (rng.standard_normal((16, 32)) * 0.3).astype(np.float32),
+                                                  (rng.standard_normal(32) * 0.1).astype(np.float32),
+                                                  (rng.standard_normal((32, 16)) * 0.3).astype(np.float32),
+                                                  rng.standard_normal((8, 16)).astype(np.float32)],
+                              [P("x"), P(None, "y"), P("y"), P("y"), P("x")], mesh),
     }
     for name, (fn, args, specs, on) in programs.items():
         placed = [jax.device_put(a, NamedSharding(on, s)) for a, s in zip(args, specs, strict=True)]

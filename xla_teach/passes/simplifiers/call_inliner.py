@@ -57,16 +57,38 @@ def inline_call(call: HloInstruction) -> HloInstruction:
     return root
 
 
+def is_manual_computation(call: HloInstruction) -> bool:
+    """A ``shard_map`` body as Shardy writes it: a ``call`` of the per-device body on operands that
+    ``xla.sdy.GlobalToLocalShape`` made (the SPMD partitioner keeps it whole, as written)."""
+    return any(o.opcode == "custom-call" and o.attrs.get("custom_call_target") == "xla.sdy.GlobalToLocalShape"
+               for o in call.operands)
+
+
 class CallInliner(HloPass):
-    """Inlines every ``call`` (module docstring)."""
+    """Inlines every ``call`` (module docstring) but a ``shard_map`` body before partitioning.
+
+    ``only_global_programs``: run only on a module the SPMD partitioner has yet to make per-device
+    (XLA's CPU compiler inlines calls first in its ``spmd-partitioner`` pipeline, so that a call --
+    JAX writes ``log_softmax`` as one -- is partitioned op by op, not gathered and run whole)."""
 
     name = "call-inliner"
 
+    def __init__(self, only_global_programs: bool = False) -> None:
+        super().__init__()
+        self.only_global_programs = only_global_programs
+
     def run(self, module: HloModule) -> bool:
+        if self.only_global_programs:
+            from xla_teach.passes.spmd.spmd_partitioner import needs_partitioning
+
+            if not needs_partitioning(module):
+                return False
         inlined = 0
         for comp in module.computation_post_order():
             for instr in comp.post_order():
                 if instr.opcode != "call" or instr.parent is not comp or instr.control_predecessors:
+                    continue
+                if is_manual_computation(instr):
                     continue
                 root = inline_call(instr)
                 self.note(f"{comp.name}: inlined {instr.name} (calls {instr.to_apply.name}), result {root.name}")

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -134,9 +135,8 @@ def _asked_of(user: HloInstruction, operand: HloInstruction, shardings: dict[int
         return with_assignment(data_assignment(mine).transpose(inverse + [len(inverse)]), len(inverse))
     if user.opcode == "dot" and user.operand(0) is operand:
         rhs = user.operand(1)
-        how, result = dot_plan(user, REPLICATED, shardings[rhs.unique_id])
         lc = tuple(user.attrs.get("lhs_contracting_dims", ()))
-        if how == "replicated" and not tiled(shardings[rhs.unique_id]) and len(lc) == 1 and operand.shape.rank == 2 \
+        if not tiled(shardings[rhs.unique_id]) and len(lc) == 1 and operand.shape.rank == 2 \
                 and user.shape.rank == 2 and mine.data_tile_dims[1] == 1 and not user.attrs.get("lhs_batch_dims"):
             (lc_dim,) = lc  # rows split: the left side's free dimension split alike, its contraction whole
             assignment = data_assignment(mine)  # [m tiles, 1, replicas]
@@ -201,7 +201,7 @@ def natural_sharding(instr: HloInstruction, of: Callable[[HloInstruction], HloSh
             return first
         return REPLICATED
     if op == "dot":
-        return dot_plan(instr, of(instr.operand(0)), of(instr.operand(1)))[1]
+        return dot_plan(instr, of(instr.operand(0)), of(instr.operand(1))).sharding
     if op == "reduce" and instr.operand_count == 2:
         return reduce_plan(instr, of(instr.operand(0)))[1]
     if op == "reduce-window" and instr.operand_count == 2 and halo_plan(instr, of(instr.operand(0))) is not None:
@@ -358,7 +358,8 @@ def reshaped_sharding(instr: HloInstruction, operand: HloSharding) -> HloShardin
     the new dimensions whole. A ``reshape`` is taken group by group (:func:`reshape_groups`): a
     group whose major input dimension alone is split ``t`` ways, and whose major output dimension
     ``t`` divides, keeps the split there -- both cut the group's elements at the same multiples of
-    ``1/t`` -- so each device reshapes its own piece. Other reshapes are replicated."""
+    ``1/t`` -- so each device reshapes its own piece (dimensions of size 1 are not major: a bias
+    ``[32] -> [1,32]`` keeps its split). Other reshapes are replicated."""
     if not tiled(operand):
         return REPLICATED
     in_dims, out_dims = instr.operand(0).shape.dimensions, instr.shape.dimensions
@@ -378,9 +379,12 @@ def reshaped_sharding(instr: HloInstruction, operand: HloSharding) -> HloShardin
             if not split:
                 continue
             t = operand.data_tile_dims[split[0]]
-            if split != [gi[0]] or not go or out_dims[go[0]] % t or in_dims[gi[0]] % t:
+            # dimensions of size 1 do not order anything: the major ones are the first of other sizes
+            major_in = next((d for d in gi if in_dims[d] != 1), gi[0])
+            major_out = next((d for d in go if out_dims[d] != 1), None)
+            if split != [major_in] or major_out is None or out_dims[major_out] % t or in_dims[major_in] % t:
                 return REPLICATED
-            tiles[go[0]] = t
+            tiles[major_out] = t
     return splits_moved_to(operand, tiles)
 
 
@@ -395,34 +399,75 @@ def splits_moved_to(source: HloSharding, tiles: list[int]) -> HloSharding:
     return with_assignment(moved.reshape(*tiles, assignment.shape[-1]), len(tiles))
 
 
-def dot_plan(dot: HloInstruction, lhs: HloSharding, rhs: HloSharding) -> tuple[str, HloSharding]:
-    """How a 2-D dot (one contracting dimension on each side, no batch) runs: ``"rows"`` (the
-    left side's free dimension split, the right side whole: a local dot), ``"columns"`` (the
-    mirror image), ``"contracting"`` (both sides split along the contraction alike: local dots +
-    all-reduce), else ``"replicated"``."""
+@dataclass(frozen=True)
+class DotPlan:
+    """How a ``dot`` runs on split operands: ``"local"`` (each device's pieces give its piece of
+    the result), ``"partial"`` (they give a partial sum over its piece of the contraction: add the
+    pieces of ``groups`` with an ``all-reduce``), or ``"replicated"`` (no rule: run it whole)."""
+
+    how: str
+    sharding: HloSharding
+    groups: tuple[tuple[int, ...], ...] = ()
+
+
+def _tile_of(sharding: HloSharding, rank: int) -> dict[int, tuple[int, ...]]:
+    """Each device's tile coordinates in a value of ``rank`` dimensions split by ``sharding``."""
+    if not tiled(sharding):
+        return {}
+    assignment = data_assignment(sharding)
+    return {int(assignment[index]): index[:rank] for index in np.ndindex(*assignment.shape)}
+
+
+def dot_plan(dot: HloInstruction, lhs: HloSharding, rhs: HloSharding) -> DotPlan:
+    """The plan of a dot with one contracting dimension on each side and no batch dimensions, for
+    any splits of its free and contracting dimensions on a mesh of any shape -- XLA's rule: if
+    every device holds the left piece ``(rows i, contraction k)`` and the right piece
+    ``(contraction k, columns j)`` of the *same* ``k``, its local dot is the result's piece
+    ``(i, j)`` summed over its share of the contraction; the devices that hold the same ``(i, j)``
+    for different ``k`` then add their partial sums (one ``all-reduce``). Data parallelism (rows
+    split), a split weight (columns), a split contraction (megatron's second matmul) and their
+    combinations on 2-D meshes are all this one case; anything else runs whole."""
     lc, rc = dot.attrs.get("lhs_contracting_dims", ()), dot.attrs.get("rhs_contracting_dims", ())
-    if (dot.attrs.get("lhs_batch_dims") or dot.attrs.get("rhs_batch_dims") or dot.operand(0).shape.rank != 2
-            or dot.operand(1).shape.rank != 2 or len(lc) != 1 or len(rc) != 1):
-        return "replicated", REPLICATED
+    if dot.attrs.get("lhs_batch_dims") or dot.attrs.get("rhs_batch_dims") or len(lc) != 1 or len(rc) != 1:
+        return DotPlan("replicated", REPLICATED)
     (lc_dim,), (rc_dim,) = lc, rc
-    lf_dim, rf_dim = 1 - lc_dim, 1 - rc_dim
-    if tiled(lhs) and lhs.data_tile_dims[lc_dim] == 1 and not tiled(rhs):
-        # [m tiles, 1, replicas] -> the result [m tiles, 1 (n), replicas]
-        return "rows", with_assignment(data_assignment(lhs).transpose(lf_dim, lc_dim, 2), 2)
-    if tiled(rhs) and rhs.data_tile_dims[rc_dim] == 1 and not tiled(lhs):
-        # [1, n tiles, replicas] -> the result [1 (m), n tiles, replicas]
-        return "columns", with_assignment(contraction_order(rhs, rc_dim), 2)
-    k = dot.operand(0).shape.dimensions[lc_dim]
-    if (tiled(lhs) and tiled(rhs) and lhs.data_tile_dims[lf_dim] == 1 and rhs.data_tile_dims[rf_dim] == 1
-            and lhs.data_tile_dims[lc_dim] == rhs.data_tile_dims[rc_dim] and k % lhs.data_tile_dims[lc_dim] == 0
-            and np.array_equal(contraction_order(lhs, lc_dim), contraction_order(rhs, rc_dim))):
-        return "contracting", REPLICATED
-    return "replicated", REPLICATED
-
-
-def contraction_order(sharding: HloSharding, contracting: int) -> np.ndarray:
-    """A 2-D operand's tile assignment as [contraction tiles, free tiles, replicas]."""
-    return data_assignment(sharding).transpose(contracting, 1 - contracting, 2)
+    lhs_dims, rhs_dims = dot.operand(0).shape.dimensions, dot.operand(1).shape.dimensions
+    if not (tiled(lhs) or tiled(rhs)):
+        return DotPlan("local", REPLICATED)
+    for sharding, dims in ((lhs, lhs_dims), (rhs, rhs_dims)):
+        if tiled(sharding) and (sharding.kind != "tiled" or any(d % t for d, t in zip(dims, sharding.data_tile_dims,
+                                                                                       strict=True))):
+            return DotPlan("replicated", REPLICATED)  # uneven pieces: padded, so not summed as they are
+    devices = sorted(set(lhs.devices() if tiled(lhs) else ()) | set(rhs.devices() if tiled(rhs) else ()))
+    left, right = _tile_of(lhs, len(lhs_dims)), _tile_of(rhs, len(rhs_dims))
+    lhs_tiles = lhs.data_tile_dims if tiled(lhs) else (1,) * len(lhs_dims)
+    rhs_tiles = rhs.data_tile_dims if tiled(rhs) else (1,) * len(rhs_dims)
+    k_tiles = lhs_tiles[lc_dim]
+    if rhs_tiles[rc_dim] != k_tiles:
+        return DotPlan("replicated", REPLICATED)
+    out_tiles = tuple(t for d, t in enumerate(lhs_tiles) if d != lc_dim) + \
+        tuple(t for d, t in enumerate(rhs_tiles) if d != rc_dim)
+    holders: dict[tuple[tuple[int, ...], int], list[int]] = {}
+    for device in devices:
+        li = left.get(device, (0,) * len(lhs_dims))
+        ri = right.get(device, (0,) * len(rhs_dims))
+        if li[lc_dim] != ri[rc_dim]:
+            return DotPlan("replicated", REPLICATED)  # this device's two pieces cover different parts of k
+        out = tuple(x for d, x in enumerate(li) if d != lc_dim) + tuple(x for d, x in enumerate(ri) if d != rc_dim)
+        holders.setdefault((out, li[lc_dim]), []).append(device)
+    copies = {len(v) for v in holders.values()}
+    if len(holders) != math.prod(out_tiles) * k_tiles or len(copies) != 1:
+        return DotPlan("replicated", REPLICATED)
+    (r,) = copies
+    assignment = np.empty((*out_tiles, k_tiles * r), dtype=np.int64)
+    for (out, k), held in holders.items():
+        assignment[out][k * r:(k + 1) * r] = held
+    result = with_assignment(assignment, len(out_tiles))
+    if k_tiles == 1:
+        return DotPlan("local", result)
+    groups = tuple(tuple(int(d) for d in assignment[out][rep::r]) for out in np.ndindex(*out_tiles)
+                   for rep in range(r))
+    return DotPlan("partial", result, groups)
 
 
 def reduce_plan(reduce: HloInstruction, operand: HloSharding) -> tuple[str, HloSharding]:

@@ -100,7 +100,6 @@ from xla_teach.passes.spmd.sharding_propagation import (
     ANNOTATIONS,
     MANUAL,
     REPLICATED,
-    contraction_order,
     convolution_plan,
     data_assignment,
     dot_plan,
@@ -312,26 +311,20 @@ class _PerDeviceBuilder:
     # ---- the local rules -------------------------------------------------------------------
     def lower_dot(self, dot: HloInstruction) -> tuple[HloInstruction, HloSharding]:
         lhs, rhs = dot.operands
-        how, result = dot_plan(dot, self.have[lhs.unique_id], self.have[rhs.unique_id])
-        (lc,) = dot.attrs["lhs_contracting_dims"]
-        if how == "rows":
-            m_tile = self.have[lhs.unique_id].tile_shape(lhs.shape.dimensions)[1 - lc]
-            self.note(f"{dot.name}: rows split, right side whole: a local dot (data parallelism)")
-            return self.clone(dot, [self.local[lhs.unique_id], self.local[rhs.unique_id]],
-                              (m_tile, dot.shape.dimensions[1])), result
-        if how == "columns":
-            (rc,) = dot.attrs["rhs_contracting_dims"]
-            n_tile = self.have[rhs.unique_id].tile_shape(rhs.shape.dimensions)[1 - rc]
-            self.note(f"{dot.name}: columns split, left side whole: a local dot")
-            return self.clone(dot, [self.local[lhs.unique_id], self.local[rhs.unique_id]],
-                              (dot.shape.dimensions[0], n_tile)), result
-        if how == "contracting":
-            partial = self.clone(dot, [self.local[lhs.unique_id], self.local[rhs.unique_id]], dot.shape.dimensions)
-            assignment = contraction_order(self.have[lhs.unique_id], lc)  # [k tiles, 1, replicas]
-            groups = [list(map(int, assignment[:, 0, j])) for j in range(assignment.shape[2])]
-            self.note(f"{dot.name}: split along the contracting dimension: local partial sums + all-reduce")
-            return self.all_reduce(partial, groups, self.adder(dot.shape.element_type)), REPLICATED
-        return self.whole(dot)
+        has_lhs, has_rhs = self.have[lhs.unique_id], self.have[rhs.unique_id]
+        plan = dot_plan(dot, has_lhs, has_rhs)
+        if plan.how == "replicated" or (plan.how == "local" and not tiled(plan.sharding)):
+            return self.whole(dot)
+        dims = plan.sharding.tile_shape(dot.shape.dimensions) if tiled(plan.sharding) else dot.shape.dimensions
+        local = self.clone(dot, [self.local[lhs.unique_id], self.local[rhs.unique_id]], dims)
+        splits = f"left {has_lhs}, right {has_rhs}"
+        if plan.how == "local":
+            self.note(f"{dot.name}: each device's pieces ({splits}) give its piece of the result: a local dot")
+            return local, plan.sharding
+        groups = [list(g) for g in plan.groups]
+        self.note(f"{dot.name}: the contraction is split ({splits}): local partial sums + all-reduce over "
+                  f"{replica_groups_text(groups)}")
+        return self.all_reduce(local, groups, self.adder(dot.shape.element_type)), plan.sharding
 
     def lower_reduce(self, reduce: HloInstruction) -> tuple[HloInstruction, HloSharding]:
         operand, init = reduce.operands
@@ -619,11 +612,36 @@ class _PerDeviceBuilder:
             # a broadcast scalar: every tile is the same broadcast, made at the tile's shape
             tile = want.tile_shape(dims)
             return add_instruction(self.comp, "broadcast", [value.operand(0)], {"dimensions": ()}, result_dims=tile)
+        refined = self.refine(value, has, want, dims)
+        if refined is not None:
+            return refined
         swapped = self.all_to_all(value, has, want, dims)
         if swapped is not None:
             return swapped
         whole = self.gather(value, has, dims) if tiled(has) else value
         return self.slice_mine(whole, want, dims) if tiled(want) else whole
+
+    def refine(self, value: HloInstruction, has: HloSharding, want: HloSharding,
+               dims: tuple[int, ...]) -> HloInstruction | None:
+        """When every device's wanted tile lies inside the piece it already has (a bias split by
+        columns and replicated over rows, wanted split by rows too), each device cuts it out of its
+        own piece -- nothing moves. None when some device would need another's elements."""
+        if not (tiled(has) and tiled(want)) or any(d % t for d, t in zip(dims, has.data_tile_dims, strict=True)) \
+                or any(d % t for d, t in zip(dims, want.data_tile_dims, strict=True)):
+            return None
+        have_tile, want_tile = has.tile_shape(dims), want.tile_shape(dims)
+        table = np.zeros((self.n, len(dims)), np.int32)
+        for device in range(self.n):
+            h = has.tile_index(device) or (0,) * len(dims)
+            w = want.tile_index(device) or (0,) * len(dims)
+            for k in range(len(dims)):
+                start, offset = w[k] * want_tile[k] - h[k] * have_tile[k], w[k] * want_tile[k]
+                if not (0 <= start and offset + want_tile[k] <= (h[k] + 1) * have_tile[k]):
+                    return None
+                table[device, k] = start
+        self.note(f"{value.name}: resharded from {has} to {want} by each device cutting its own piece")
+        offsets = [self.mine_of(table[:, k]) for k in range(len(dims))]
+        return add_instruction(self.comp, "dynamic-slice", [value, *offsets], {"dynamic_slice_sizes": tuple(want_tile)})
 
     def all_to_all(self, value: HloInstruction, has: HloSharding, want: HloSharding,
                    dims: tuple[int, ...]) -> HloInstruction | None:
