@@ -66,6 +66,26 @@ def megatron_sgd_step(x, w1, b1, w2, y):  # type: ignore[no-untyped-def]
     return w1 - 0.1 * g1, b1 - 0.1 * gb, w2 - 0.1 * g2
 
 
+def transformer_sgd_step(x, wq, wk, wv, wo, w1, w2, y):  # type: ignore[no-untyped-def]
+    import jax
+    import jax.numpy as jnp
+
+    def norm(h):  # type: ignore[no-untyped-def]
+        mean = h.mean(-1, keepdims=True)
+        return (h - mean) / jnp.sqrt(((h - mean) ** 2).mean(-1, keepdims=True) + 1e-5)
+
+    def block(wq, wk, wv, wo, w1, w2):  # type: ignore[no-untyped-def]
+        h = norm(x)
+        q, k, v = (jnp.einsum("bsd,dhe->bhse", h, w) for w in (wq, wk, wv))
+        attention = jax.nn.softmax(jnp.einsum("bhse,bhte->bhst", q, k) / 2.0, axis=-1)
+        h = x + jnp.einsum("bhse,hed->bsd", jnp.einsum("bhst,bhte->bhse", attention, v), wo)
+        out = h + jax.nn.gelu(norm(h) @ w1) @ w2
+        return jnp.mean((out - y) ** 2)
+
+    grads = jax.grad(block, argnums=tuple(range(6)))(wq, wk, wv, wo, w1, w2)
+    return tuple(w - 0.1 * g for w, g in zip((wq, wk, wv, wo, w1, w2), grads, strict=True))
+
+
 def main() -> int:
     import jax
     import jax.numpy as jnp
@@ -145,6 +165,17 @@ def main() -> int:
                                                   (rng.standard_normal((32, 16)) * 0.3).astype(np.float32),
                                                   rng.standard_normal((8, 16)).astype(np.float32)],
                               [P("x"), P(None, "y"), P("y"), P("y"), P("x")], mesh),
+        # a transformer block's SGD step on the 2x2 mesh: the batch over x; attention heads and the
+        # MLP's hidden units over y (megatron's split)
+        "transformer_step": (transformer_sgd_step, [rng.standard_normal((4, 8, 16)).astype(np.float32),
+                                                    *[(rng.standard_normal((16, 4, 4)) * 0.3).astype(np.float32)
+                                                      for _ in range(3)],
+                                                    (rng.standard_normal((4, 4, 16)) * 0.3).astype(np.float32),
+                                                    (rng.standard_normal((16, 32)) * 0.3).astype(np.float32),
+                                                    (rng.standard_normal((32, 16)) * 0.3).astype(np.float32),
+                                                    rng.standard_normal((4, 8, 16)).astype(np.float32)],
+                             [P("x"), P(None, "y"), P(None, "y"), P(None, "y"), P("y"), P(None, "y"), P("y"),
+                              P("x")], mesh),
     }
     for name, (fn, args, specs, on) in programs.items():
         placed = [jax.device_put(a, NamedSharding(on, s)) for a, s in zip(args, specs, strict=True)]

@@ -419,18 +419,16 @@ def _tile_of(sharding: HloSharding, rank: int) -> dict[int, tuple[int, ...]]:
 
 
 def dot_plan(dot: HloInstruction, lhs: HloSharding, rhs: HloSharding) -> DotPlan:
-    """The plan of a dot with one contracting dimension on each side and no batch dimensions, for
-    any splits of its free and contracting dimensions on a mesh of any shape -- XLA's rule: if
-    every device holds the left piece ``(rows i, contraction k)`` and the right piece
-    ``(contraction k, columns j)`` of the *same* ``k``, its local dot is the result's piece
-    ``(i, j)`` summed over its share of the contraction; the devices that hold the same ``(i, j)``
-    for different ``k`` then add their partial sums (one ``all-reduce``). Data parallelism (rows
-    split), a split weight (columns), a split contraction (megatron's second matmul) and their
-    combinations on 2-D meshes are all this one case; anything else runs whole."""
-    lc, rc = dot.attrs.get("lhs_contracting_dims", ()), dot.attrs.get("rhs_contracting_dims", ())
-    if dot.attrs.get("lhs_batch_dims") or dot.attrs.get("rhs_batch_dims") or len(lc) != 1 or len(rc) != 1:
-        return DotPlan("replicated", REPLICATED)
-    (lc_dim,), (rc_dim,) = lc, rc
+    """The plan of a dot for any splits of its batch, free and contracting dimensions on a mesh of
+    any shape -- XLA's rule: if every device holds the left piece ``(batch b, rows i, contraction
+    k)`` and the right piece ``(batch b, contraction k, columns j)`` of the *same* ``b`` and ``k``,
+    its local dot is the result's piece ``(b, i, j)`` summed over its share of the contraction;
+    the devices that hold the same ``(b, i, j)`` for different ``k`` then add their partial sums
+    (one ``all-reduce``). Data parallelism (rows or batch split), a split weight (columns), a split
+    contraction (megatron's second matmul), attention split by heads, and their combinations on
+    2-D meshes are all this one case; anything else runs whole."""
+    lc, rc = tuple(dot.attrs.get("lhs_contracting_dims", ())), tuple(dot.attrs.get("rhs_contracting_dims", ()))
+    lb, rb = tuple(dot.attrs.get("lhs_batch_dims", ())), tuple(dot.attrs.get("rhs_batch_dims", ()))
     lhs_dims, rhs_dims = dot.operand(0).shape.dimensions, dot.operand(1).shape.dimensions
     if not (tiled(lhs) or tiled(rhs)):
         return DotPlan("local", REPLICATED)
@@ -438,30 +436,32 @@ def dot_plan(dot: HloInstruction, lhs: HloSharding, rhs: HloSharding) -> DotPlan
         if tiled(sharding) and (sharding.kind != "tiled" or any(d % t for d, t in zip(dims, sharding.data_tile_dims,
                                                                                        strict=True))):
             return DotPlan("replicated", REPLICATED)  # uneven pieces: padded, so not summed as they are
-    devices = sorted(set(lhs.devices() if tiled(lhs) else ()) | set(rhs.devices() if tiled(rhs) else ()))
-    left, right = _tile_of(lhs, len(lhs_dims)), _tile_of(rhs, len(rhs_dims))
     lhs_tiles = lhs.data_tile_dims if tiled(lhs) else (1,) * len(lhs_dims)
     rhs_tiles = rhs.data_tile_dims if tiled(rhs) else (1,) * len(rhs_dims)
-    k_tiles = lhs_tiles[lc_dim]
-    if rhs_tiles[rc_dim] != k_tiles:
+    if [lhs_tiles[d] for d in lc + lb] != [rhs_tiles[d] for d in rc + rb]:
         return DotPlan("replicated", REPLICATED)
-    out_tiles = tuple(t for d, t in enumerate(lhs_tiles) if d != lc_dim) + \
-        tuple(t for d, t in enumerate(rhs_tiles) if d != rc_dim)
-    holders: dict[tuple[tuple[int, ...], int], list[int]] = {}
+    lf = [d for d in range(len(lhs_dims)) if d not in lc + lb]
+    rf = [d for d in range(len(rhs_dims)) if d not in rc + rb]
+    out_tiles = tuple(lhs_tiles[d] for d in lb + tuple(lf)) + tuple(rhs_tiles[d] for d in rf)
+    k_tiles = math.prod(lhs_tiles[d] for d in lc)
+    devices = sorted(set(lhs.devices() if tiled(lhs) else ()) | set(rhs.devices() if tiled(rhs) else ()))
+    left, right = _tile_of(lhs, len(lhs_dims)), _tile_of(rhs, len(rhs_dims))
+    holders: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
     for device in devices:
         li = left.get(device, (0,) * len(lhs_dims))
         ri = right.get(device, (0,) * len(rhs_dims))
-        if li[lc_dim] != ri[rc_dim]:
-            return DotPlan("replicated", REPLICATED)  # this device's two pieces cover different parts of k
-        out = tuple(x for d, x in enumerate(li) if d != lc_dim) + tuple(x for d, x in enumerate(ri) if d != rc_dim)
-        holders.setdefault((out, li[lc_dim]), []).append(device)
+        if [li[d] for d in lc + lb] != [ri[d] for d in rc + rb]:
+            return DotPlan("replicated", REPLICATED)  # this device's two pieces cover different parts
+        out = tuple(li[d] for d in lb + tuple(lf)) + tuple(ri[d] for d in rf)
+        holders.setdefault((out, tuple(li[d] for d in lc)), []).append(device)
     copies = {len(v) for v in holders.values()}
     if len(holders) != math.prod(out_tiles) * k_tiles or len(copies) != 1:
         return DotPlan("replicated", REPLICATED)
     (r,) = copies
     assignment = np.empty((*out_tiles, k_tiles * r), dtype=np.int64)
+    k_order = {k: n for n, k in enumerate(np.ndindex(*(lhs_tiles[d] for d in lc)))}
     for (out, k), held in holders.items():
-        assignment[out][k * r:(k + 1) * r] = held
+        assignment[out][k_order[k] * r:(k_order[k] + 1) * r] = held
     result = with_assignment(assignment, len(out_tiles))
     if k_tiles == 1:
         return DotPlan("local", result)
