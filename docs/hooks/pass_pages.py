@@ -183,8 +183,9 @@ def _leaf(pipeline: HloPassPipeline, name: str) -> HloPass:
 
 # Passes whose CPU instance is configured to leave the docstring's example alone (the CPU's
 # top-k kernel computes small topk itself; the pipeline's SPMD partitioner waits for JAX's
-# annotations, which the small example leaves out): the page shows the pass as constructed alone.
-AS_CONSTRUCTED_BY_DEFAULT = {"topk-decomposer", "spmd-partitioning"}
+# annotations, which the small example leaves out, and so does the call inliner that runs first
+# in its stage): the page shows the pass as constructed alone.
+AS_CONSTRUCTED_BY_DEFAULT = {"topk-decomposer", "spmd-partitioning", "call-inliner"}
 
 
 def run_example(entry: PassEntry) -> ExampleRun:
