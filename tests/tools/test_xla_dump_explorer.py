@@ -86,3 +86,101 @@ def test_the_page_steps_through_xlas_fusion_in_a_browser(browser, tmp_path: Path
     assert re.search(r"tanh_reduce_fusion", browser.find_element("id", "details").text)
     browser.save_screenshot(str(tmp_path / "xla_fusion.png"))
     assert console_errors(browser) == []
+
+
+def test_the_memory_view_draws_xlas_own_buffer_assignment() -> None:
+    """Oracle: XLA's own files. The peak is the one XLA's live-range report states, every
+    buffer's allocation and size are the ones its buffer assignment lists, and the schedule is its
+    instruction sequence."""
+    from xla_teach.tools.explorer.xla_memory import xla_memory
+
+    memory, problems = xla_memory(DUMP, PREFIX)
+    assert problems == [] and memory is not None
+    live = (DUMP / f"{PREFIX}.cpu_after_optimizations-live-range.txt").read_text()
+    assert memory["peak_bytes"] == int(re.search(r"peak usage: (\d+) bytes", live)[1])  # type: ignore[index]
+    assert memory["steps"] == re.findall(r"^\s+\d+:(\S+)$", live, re.MULTILINE)
+    listed = (DUMP / f"{PREFIX}.cpu_after_optimizations-buffer-assignment.txt").read_text()
+    for buffer in memory["buffers"]:
+        allocation = re.search(rf"allocation {buffer['allocation']}: size (\d+), ([^\n]*):\n(?: value: [^\n]*\n)*? "
+                               rf"value: <\d+ {re.escape(buffer['names'][0])} [^\n]*size={buffer['size']},", listed)
+        assert allocation, buffer
+    kinds = {b["names"][0]: b["kind"] for b in memory["buffers"]}
+    assert kinds == {"x.1": "parameter", "w.1": "parameter", "ynn_fusion": "temp", "tanh_reduce_fusion": "output"}
+    assert xla_dump_data(DUMP, PREFIX).memory == memory
+
+
+def test_the_dump_index_tables_xlas_passes_those_xla_teach_lacks_first(tmp_path: Path) -> None:
+    from xla_teach.tools.explorer.dump_index import write_dump_index
+    from xla_teach.tools.explorer.xla_dump import passes_xla_teach_lacks, xla_passes_table
+
+    rows = xla_passes_table(DUMP)
+    lacking = [r["pass"] for r in rows if r["xla_teach"] is None]
+    assert lacking == list(passes_xla_teach_lacks(DUMP)) and rows[:len(lacking)] == [r for r in rows
+                                                                                   if r["xla_teach"] is None]
+    assert {"fusion", "layout-assignment"} <= {r["pass"] for r in rows if r["xla_teach"]}
+    folder = tmp_path / "dump"
+    shutil.copytree(DUMP, folder)
+    page = write_dump_index(folder).read_text()
+    assert "XLA's passes here" in page and f"The {len(lacking)} it lacks come first" in page
+    assert "<code>copy-insertion</code>" in page
+
+
+def test_a_dump_of_protos_alone_gets_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "module_0000.jit_f.before_optimizations.hlo.pb").write_bytes(b"\x0a\x05jit_f")
+    assert main(["explore", str(tmp_path)]) != 0
+    err = capsys.readouterr().err
+    assert "protos" in err and "--xla_dump_hlo_as_text" in err
+
+
+JAX_PROGRAM = """
+import jax, jax.numpy as jnp, numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+def step(w1, w2, x, y):
+    def loss(w1, w2):
+        h = x @ w1
+        h = (h - h.mean(-1, keepdims=True)) / jnp.sqrt(h.var(-1, keepdims=True) + 1e-5)
+        return -(jax.nn.log_softmax(jax.nn.gelu(h) @ w2) * y).sum() / x.shape[0]
+    g1, g2 = jax.grad(loss, argnums=(0, 1))(w1, w2)
+    return w1 - 0.1 * g1, w2 - 0.1 * g2
+
+rng = np.random.default_rng(0)
+args = [rng.standard_normal((64, 128)).astype(np.float32) * 0.1, rng.standard_normal((128, 10)).astype(np.float32) * 0.1,
+        rng.standard_normal((32, 64)).astype(np.float32), np.eye(10, dtype=np.float32)[rng.integers(0, 10, 32)]]
+compiled = jax.jit(step).lower(*args).compile()
+print("TEMP", compiled.memory_analysis().temp_size_in_bytes)
+mesh = jax.make_mesh((4,), ("b",))
+split = NamedSharding(mesh, P("b"))
+jax.jit(lambda x, w: jnp.tanh(x @ w).sum(0), in_shardings=(split, NamedSharding(mesh, P())))(
+    args[2], args[0])
+"""
+
+
+def test_explore_dir_on_fresh_jax_dumps_of_a_training_step_and_a_sharded_program(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """When JAX is installed: XLA dumps (every pass) of a training step with layer norm, GELU and
+    log-softmax, and of a program split over 4 devices, become pages; the training step's memory
+    view holds XLA's temporaries as its memory_analysis() counts them."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("jax")
+    dump = tmp_path / "dump"
+    env = {**os.environ, "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_pass_re=.* "
+                                      "--xla_force_host_platform_device_count=4"}
+    run = subprocess.run([sys.executable, "-c", JAX_PROGRAM], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    temp = int(re.search(r"TEMP (\d+)", run.stdout)[1])  # type: ignore[index]
+    assert main(["explore", str(dump)]) == 0
+    capsys.readouterr()
+    prefixes = modules_with_pass_dumps(dump)
+    step = next(p for p in prefixes if p.endswith("jit_step"))
+    sharded = next(p for p in prefixes if "lambda" in p)
+    for prefix in (step, sharded):
+        assert (dump / f"{prefix}.xla.explorer.html").is_file()
+    data = xla_dump_data(dump, step, graphs=False)
+    assert data.memory is not None and data.memory["temp_bytes"] == temp
+    assert len(data.passes) > 10 and any(p["name"] == "fusion" for p in data.passes)
+    partitioned = xla_dump_data(dump, sharded, graphs=False)
+    assert any(p["name"] == "spmd-partitioning" or "spmd" in str(p["pipeline"]) for p in partitioned.passes)

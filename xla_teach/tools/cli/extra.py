@@ -77,7 +77,7 @@ def _run_explore(a: argparse.Namespace) -> int:
     if path.is_dir():
         modules = sorted(path.glob("*module_*.before_optimizations.txt"))
         if not modules:
-            raise ToolError(f"{path} holds no *.before_optimizations.txt: not a dump folder (--xla_dump_to)")
+            raise ToolError(_not_a_dump(path))
         _write_xla_pass_explorers(path)
         for source in modules:
             target = source.with_name(source.name.replace("before_optimizations.txt", "explorer.html"))
@@ -96,6 +96,14 @@ def _run_explore(a: argparse.Namespace) -> int:
                              compile=compile_module)
     print(f"open {written}")
     return 0
+
+
+def _not_a_dump(path: Path) -> str:
+    """Why a folder has no module to explore: XLA wrote protos only, or it is not a dump."""
+    if any(path.glob("*module_*.pb")):
+        return (f"{path} holds XLA's modules as protos (--xla_dump_hlo_as_proto) and no text: xla_teach reads HLO "
+                "text; dump again with --xla_dump_hlo_as_text as well")
+    return f"{path} holds no *.before_optimizations.txt: not a dump folder (--xla_dump_to)"
 
 
 def _write_xla_pass_explorers(folder: Path) -> None:
@@ -157,7 +165,7 @@ def _diff_input(path: str) -> Path:
     if source.is_dir():
         modules = sorted(source.glob("*module_*.before_optimizations.txt"))
         if not modules:
-            raise ToolError(f"{source} holds no *.before_optimizations.txt: not a dump folder (--xla_dump_to)")
+            raise ToolError(_not_a_dump(source))
         return modules[0]
     return source
 

@@ -67,6 +67,28 @@ def _size(n: int | None) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
 
 
+def _xla_passes_section(directory: Path) -> str:
+    """The table of XLA's passes in a dump written with ``--xla_dump_hlo_pass_re=.*``, those that
+    xla_teach lacks first; nothing for a folder without them."""
+    from xla_teach.tools.explorer.xla_dump import xla_passes_table
+
+    rows = xla_passes_table(directory)
+    if not rows:
+        return ""
+    body = []
+    for row in rows:
+        mine = row["xla_teach"]
+        where = (f'<code>{html.escape(str(mine).replace(".", "/"))}.py</code> (docs: pass reference, '
+                 f'{html.escape(str(row["pass"]))})' if mine else '<span class="none">none</span>')
+        body.append(f"<tr><td><code>{html.escape(str(row['pass']))}</code></td><td>{row['times']}</td><td>"
+                    f"{html.escape(', '.join(row['pipelines']))}</td><td>{where}</td></tr>")  # type: ignore[arg-type]
+    lacking = sum(row["xla_teach"] is None for row in rows)
+    return (f"<h2>XLA's passes here</h2><p>{len(rows)} passes of XLA changed a module in this folder; xla_teach "
+            f"has a pass of the same name for {len(rows) - lacking} of them. The {lacking} it lacks come first: "
+            "what a contributor could add next.</p><table><thead><tr><th>XLA's pass</th><th>times</th>"
+            f"<th>pipelines</th><th>xla_teach's pass</th></tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
 def write_dump_index(directory: str | Path) -> Path:
     directory = Path(directory)
     modules: dict[str, dict[str, Any]] = {}
@@ -88,8 +110,11 @@ def write_dump_index(directory: str | Path) -> Path:
     for module_id, entry in sorted(modules.items()):
         files: list[str] = entry["files"]
         info: dict[str, Any] = entry["summary"]
-        explorer = next((f for f in files if f.endswith(".explorer.html")), None)
-        opener = (f'<a class="open" href="{html.escape(explorer)}">explorer</a>' if explorer
+        pages = [(f, label) for suffix, label in (
+            (".xla.explorer.html", "XLA's passes"), (".vs_xla_teach.diff.html", "XLA vs xla_teach"),
+            (".explorer.html", "explorer")) for f in files if f.endswith(suffix)
+            and (suffix != ".explorer.html" or not f.endswith(".xla.explorer.html"))]
+        opener = (" ".join(f'<a class="open" href="{html.escape(f)}">{label}</a>' for f, label in pages) if pages
                   else '<span class="none">no explorer</span>')
         links = "".join(f'<li><a href="{html.escape(f)}">{html.escape(f)}</a></li>' for f in files)
         sizes = (f"{info['instructions_before']} &rarr; {info['instructions_after']}"
@@ -123,6 +148,7 @@ ul {{ margin: 0.3em 0; padding-left: 1.2em; font-size: 12.5px; }}
 <p>{len(modules)} module{'s' if len(modules) != 1 else ''}. Each compilation writes its files under one
 <code>module_NNNN</code> number, as XLA's <code>--xla_dump_to</code> does.</p>
 <table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>
+{_xla_passes_section(directory)}
 <h2>What the file names mean</h2><table>{legend}</table>
 </body></html>
 """

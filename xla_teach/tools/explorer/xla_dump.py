@@ -13,7 +13,9 @@ module before it into this one (``after_pipeline-start`` is the module as a pipe
 steps become the explorer's pass records -- the same structural diffs, before/after pictures and
 graph as for xla_teach's own compiles -- and XLA's ``*_after_optimizations.txt`` is the module
 drawn; each fusion's kernel shows the LLVM IR XLA dumped for it (``*.ir-no-opt.ll``,
-``*.ir-with-opt.ll``). A file that cannot be read is named on the page, never a crash. Each step
+``*.ir-with-opt.ll``) and the memory view draws XLA's own buffer assignment
+(:mod:`~xla_teach.tools.explorer.xla_memory`). A file that cannot be read is named on the page,
+never a crash. Each step
 also says which xla_teach pass has XLA's pass's name, or that none does (:func:`bridge`), and
 :func:`passes_xla_teach_lacks` lists what XLA ran that xla_teach has no pass for.
 """
@@ -29,6 +31,7 @@ from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.pass_base import PassRecord
 from xla_teach.tools.explorer.kernel_code import pack
 from xla_teach.tools.explorer.model import ExplorerData, add_colours, add_passes, instruction_table
+from xla_teach.tools.explorer.xla_memory import xla_memory
 
 STEP = re.compile(r"\.(?P<n>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<after>[^.]+)(?:\.before_(?P<next>[^.]+))?\.txt$")
 
@@ -109,6 +112,24 @@ def bridge(xla_pass: str) -> str:
     return f"xla_teach's {xla_pass}: {mine.replace('.', '/')}.py (docs: pass-reference/{xla_pass})"
 
 
+def xla_passes_table(folder: str | Path) -> list[dict[str, object]]:
+    """Every pass XLA ran in a dump folder that changed a module: its name, the pipelines it ran in,
+    how many times, and xla_teach's pass of the same name (its source and docs page) or None --
+    XLA's passes that xla_teach lacks first, the table a contributor reads."""
+    mine = xla_teach_pass_names()
+    rows: dict[str, dict[str, object]] = {}
+    for path in sorted(Path(folder).glob("module_*.txt")):
+        match = STEP.search(path.name)
+        if not match or match["after"] == "pipeline-start":
+            continue
+        row = rows.setdefault(match["after"], {"pass": match["after"], "pipelines": [], "times": 0,
+                                               "xla_teach": mine.get(match["after"])})
+        row["times"] = int(row["times"]) + 1  # type: ignore[call-overload]
+        if match["pipeline"] not in row["pipelines"]:  # type: ignore[operator]
+            row["pipelines"].append(match["pipeline"])  # type: ignore[union-attr]
+    return sorted(rows.values(), key=lambda r: (r["xla_teach"] is not None, str(r["pass"])))
+
+
 def passes_xla_teach_lacks(folder: str | Path) -> dict[str, int]:
     """Every pass XLA ran (changing a module) in a dump folder that xla_teach has no pass of the same
     name for, with how many times it ran: what a contributor could add next."""
@@ -148,6 +169,8 @@ def xla_dump_data(folder: str | Path, prefix: str, graphs: bool = True) -> Explo
         data.code = pack(code)
         data.entry = module.entry.name
         data.module_text = final.read_text()
+        data.memory, missing = xla_memory(folder, prefix)
+        problems += missing
     else:
         problems.append(f"no {prefix}.*after_optimizations.txt: the graph is missing")
     add_colours(data)
