@@ -136,31 +136,34 @@ JAX_PROGRAM = """
 import jax, jax.numpy as jnp, numpy as np
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-def step(w1, w2, x, y):
+def step(w1, w2, x, y):  # 3-D activations (x @ W as XLA fuses it: a dot, then a bitcast) and a lookup loss
     def loss(w1, w2):
         h = x @ w1
         h = (h - h.mean(-1, keepdims=True)) / jnp.sqrt(h.var(-1, keepdims=True) + 1e-5)
-        return -(jax.nn.log_softmax(jax.nn.gelu(h) @ w2) * y).sum() / x.shape[0]
+        logits = jax.nn.log_softmax(jax.nn.gelu(h) @ w2)
+        return -jnp.take_along_axis(logits, y[..., None], -1).mean()
     g1, g2 = jax.grad(loss, argnums=(0, 1))(w1, w2)
     return w1 - 0.1 * g1, w2 - 0.1 * g2
 
 rng = np.random.default_rng(0)
 args = [rng.standard_normal((64, 128)).astype(np.float32) * 0.1, rng.standard_normal((128, 10)).astype(np.float32) * 0.1,
-        rng.standard_normal((32, 64)).astype(np.float32), np.eye(10, dtype=np.float32)[rng.integers(0, 10, 32)]]
+        rng.standard_normal((4, 8, 64)).astype(np.float32), rng.integers(0, 10, (4, 8)).astype(np.int32)]
 compiled = jax.jit(step).lower(*args).compile()
 print("TEMP", compiled.memory_analysis().temp_size_in_bytes)
 mesh = jax.make_mesh((4,), ("b",))
 split = NamedSharding(mesh, P("b"))
 jax.jit(lambda x, w: jnp.tanh(x @ w).sum(0), in_shardings=(split, NamedSharding(mesh, P())))(
-    args[2], args[0])
+    args[2].reshape(32, 64), args[0])
 """
 
 
 def test_explore_dir_on_fresh_jax_dumps_of_a_training_step_and_a_sharded_program(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """When JAX is installed: XLA dumps (every pass) of a training step with layer norm, GELU and
-    log-softmax, and of a program split over 4 devices, become pages; the training step's memory
-    view holds XLA's temporaries as its memory_analysis() counts them."""
+    """When JAX is installed: XLA dumps (every pass) of a training step with layer norm, GELU,
+    log-softmax and a lookup, and of a program split over 4 devices, become pages -- XLA's passes,
+    and XLA's optimized module run by xla_teach's kernels beside xla_teach's compile (XLA's dots on
+    3-D activations end in bitcasts, its lookup's gradient is a scatter it wraps in a fusion); the
+    training step's memory view holds XLA's temporaries as its memory_analysis() counts them."""
     import os
     import subprocess
     import sys
@@ -179,6 +182,7 @@ def test_explore_dir_on_fresh_jax_dumps_of_a_training_step_and_a_sharded_program
     sharded = next(p for p in prefixes if "lambda" in p)
     for prefix in (step, sharded):
         assert (dump / f"{prefix}.xla.explorer.html").is_file()
+    assert (dump / f"{step}.vs_xla_teach.diff.html").is_file()
     data = xla_dump_data(dump, step, graphs=False)
     assert data.memory is not None and data.memory["temp_bytes"] == temp
     assert len(data.passes) > 10 and any(p["name"] == "fusion" for p in data.passes)

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xla_teach.hlo.ir import HloModule
 from xla_teach.tools.cli.registry import add_bool, register
+
+if TYPE_CHECKING:
+    from xla_teach.passes.pass_base import HloPass, HloPassPipeline
 
 
 def _configure_render(p: argparse.ArgumentParser) -> None:
@@ -140,10 +144,24 @@ def _compare_with_xla_teach(folder: Path, prefix: str, target: Path, runs: int =
     before = folder / f"{prefix}.before_optimizations.txt"
     if not optimized or not before.is_file():
         return False
-    xla = compile_on(_compilable(optimized[0]), "cpu", run_hlo_passes=False)
+    xla = compile_on(_compilable(optimized[0]), "cpu", pipeline=_fusions_as_they_are("cpu"))
     mine = compile_on(_compilable(before), "cpu")
     write_compare(xla, mine, target, ("XLA's optimized module (run by xla_teach)", "xla_teach's compile"), runs)
     return True
+
+
+def _fusions_as_they_are(platform: str) -> HloPassPipeline:
+    """Only the backend's ``defuser``: XLA's fusions stay as XLA made them where the backend has a
+    kernel for them, the others (a lone scatter XLA wrapped in a fusion) are unwrapped for the
+    backend's own kernels; nothing else is rewritten."""
+    from xla_teach.passes.pass_base import HloPassPipeline
+    from xla_teach.tools.tool_support import backend_pipeline
+
+    def leaves(pipeline: HloPassPipeline) -> list[HloPass]:
+        return [q for p in pipeline.passes for q in (leaves(p) if isinstance(p, HloPassPipeline) else [p])]
+
+    defuser = next(p for p in leaves(backend_pipeline(platform)) if p.name == "defuser")
+    return HloPassPipeline("xla-fusions-as-they-are", [defuser])
 
 
 def _configure_diff(p: argparse.ArgumentParser) -> None:

@@ -27,10 +27,10 @@ from xla_teach.backends.cpu.kernels.loop import emit_loop_kernel
 from xla_teach.backends.cpu.kernels.partitions import choose_gemm_partitions, choose_partitions
 from xla_teach.backends.cpu.runtime_library import library_function
 from xla_teach.backends.llvm import elemental_ops as ops
-from xla_teach.backends.llvm.elemental_emitter import ElementalEmitter
+from xla_teach.backends.llvm.elemental_emitter import ElementalEmitter, delinearize_physical
 from xla_teach.backends.llvm.elemental_windows import dot_index_maps
 from xla_teach.backends.llvm.gemm import StridedGemm, find_dot, gemm_shape, strided_gemm
-from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64, unflatten
+from xla_teach.backends.llvm.ir_array import IrArray, IrIndex, i64, linearize, unflatten
 from xla_teach.backends.llvm.ir_types import F32, F64, I32, I64, PTR, compute_type
 from xla_teach.backends.llvm.kernel_context import KernelContext, operand_loader
 from xla_teach.backends.llvm.loops import (
@@ -114,11 +114,24 @@ def emit_dot_kernel(ctx: KernelContext) -> tuple[int, int]:
     if view is None and (gemm is None or gemm.batch != 1):
         return emit_loop_kernel(ctx)
     out = ctx.output_arrays[0]
-    epilogue = _epilogue_emitter(ctx, dot, out) if ctx.hero() is not dot else None
+    # The product is written in the dot's own shape; an epilogue may end in a bitcast to another
+    # (XLA's fusions do: f32[1024,768] dot, bitcast to f32[8,128,768]) over the same bytes.
+    product = out if tuple(out.shape.dimensions) == tuple(dot.shape.dimensions) else IrArray(out.base, dot.shape)
+    epilogue = _epilogue_emitter(ctx, dot, product) if ctx.hero() is not dot else None
     if view is not None:
         ctx.vector_code = epilogue is None  # calls only, or an epilogue loop for LLVM to vectorize
         return _emit_blas(ctx, dot, view, out, epilogue)
-    return _emit_ikj(ctx, dot, ctx.emitter(), out, epilogue)
+    return _emit_ikj(ctx, dot, ctx.emitter(), product, epilogue, out)
+
+
+def _epilogue_index(b: ir.IRBuilder, at: IrIndex, out: IrArray) -> IrIndex:
+    """The index in the fusion's result of the element the dot computes at ``at``: the same one
+    when the epilogue keeps the dot's shape, else the element at the same position in memory (the
+    epilogue's shape changes are bitcasts)."""
+    if tuple(out.shape.dimensions) == tuple(at.shape.dimensions):
+        return IrIndex(at.dims, out.shape)
+    position = linearize(b, at)
+    return IrIndex(delinearize_physical(b, position, out.shape).dims, out.shape, position)
 
 
 def _operand_pointer(ctx: KernelContext, dot: HloInstruction, i: int) -> ir.Value:
@@ -204,7 +217,7 @@ def _run_epilogue_rows(ctx: KernelContext, dot: HloInstruction, out: IrArray, ep
     with for_range(b, end, "epilogue.row", begin) as i:
         rows = unflatten(b, i, row_sizes)
         with for_range(b, i64(math.prod(col_sizes)), "epilogue.col") as j:
-            index = IrIndex(tuple(rows + unflatten(b, j, col_sizes)), out.shape)
+            index = _epilogue_index(b, IrIndex(tuple(rows + unflatten(b, j, col_sizes)), dot.shape), out)
             out.store(b, epilogue.value_at(root, index), index)
 
 
@@ -277,9 +290,10 @@ def _zero_fill(ctx: KernelContext, out: IrArray) -> None:
 
 
 def _emit_ikj(ctx: KernelContext, dot: HloInstruction, em: ElementalEmitter, out: IrArray,
-              epilogue: ElementalEmitter | None) -> tuple[int, int]:
+              epilogue: ElementalEmitter | None, result: IrArray) -> tuple[int, int]:
     """out[i, j] = sum_k A[i, k] * B[k, j] with j innermost (one GEMM, no batch); a fused
-    epilogue is applied to each finished row, inside the thread's own rows."""
+    epilogue is applied to each finished row, inside the thread's own rows, into ``result`` (the
+    fusion's result: ``out`` itself, or the same bytes in the shape the epilogue bitcasts to)."""
     gemm = gemm_shape(dot)
     assert gemm is not None and gemm.batch == 1
     b = ctx.b
@@ -337,7 +351,8 @@ def _emit_ikj(ctx: KernelContext, dot: HloInstruction, em: ElementalEmitter, out
             root = ctx.hero()
             with for_range(b, i1, "ie", i0) as i:
                 with for_range(b, n, "je") as j:
-                    out.store(b, epilogue.value_at(root, out_index(i, j)), out_index(i, j))
+                    index = _epilogue_index(b, out_index(i, j), result)
+                    result.store(b, epilogue.value_at(root, index), index)
     return gemm.m, choose_partitions(gemm.m, gemm.m * gemm.n * gemm.k)
 
 
