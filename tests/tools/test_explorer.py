@@ -600,7 +600,17 @@ def test_explorer_shows_shardings_and_collectives_in_a_browser(browser, tmp_path
         compiled = step.lower(params, x, y).compile()
     assert split_label(parse_sharding("{devices=[4,1]<=[4]}")) == "split 4x1"
     assert split_label(parse_sharding("{devices=[2,1,2]<=[4] last_tile_dim_replicate}")) == "split 2x1, x2 copies"
-    browser.get(compiled.explore(str(tmp_path / "sharded.html")).path.as_uri())
+    # The profile runs all four devices at once and times device 0: each collective's payload is
+    # its operands' bytes.
+    profile = build_data(compiled.executable, graphs=False, profile_runs=2).profile
+    assert profile is not None and profile["devices"] == 4
+    reduces = [i for i in compiled.executable.module.entry.instructions if i.opcode == "all-reduce"]
+    assert reduces
+    for instr in reduces:
+        thunk = profile["thunks"][instr.name]
+        assert thunk["kind"] == "collective" and thunk["us"] > 0
+        assert thunk["bytes"] == sum(o.shape.byte_size() for o in instr.operands)
+    browser.get(compiled.explore(str(tmp_path / "sharded.html"), profile_runs=2).path.as_uri())
     # The inputs are gathered into one box: opened, each parameter shows how it is split.
     browser.execute_script("document.querySelector('#graph g.scope-box[data-group=\"g:#parameters\"]')"
                            ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
@@ -615,3 +625,9 @@ def test_explorer_shows_shardings_and_collectives_in_a_browser(browser, tmp_path
     assert "split 4x1: {devices=[4,1]" in browser.find_element(By.ID, "details").text
     assert console_errors(browser) == []
     browser.save_screenshot(str(tmp_path / "sharded.png"))
+    browser.find_element(By.ID, "profile").click()
+    details = browser.execute_script("return document.getElementById('details').textContent")
+    assert "Between devices" in details and "runs on 4 devices" in details
+    assert f"{len(reduces)} collective(s)" in details
+    assert console_errors(browser) == []
+    browser.save_screenshot(str(tmp_path / "sharded_profile.png"))

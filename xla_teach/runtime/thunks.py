@@ -247,13 +247,21 @@ class CollectiveThunk(Thunk):
     devices, each device a thread of this process (``run_devices``): the operands are copied out
     of this device's buffers and meet the other devices' at the rendezvous, and the result is
     what the interpreter's collective computes from them -- the same combination in group order,
-    so every backend gives the interpreter's bits. On one device it returns its operand."""
+    so every backend gives the interpreter's bits. On one device it returns its operand.
+    ``nbytes``: the bytes this device puts in (its operands), what a profile reports as the
+    collective's payload."""
 
     name: str
     instruction: HloInstruction
     operands: list[tuple[BufferSlice, Shape]]
     results: list[tuple[int, Shape]]
     kind: str = "collective"
+    nbytes: int = 0
+
+    def __post_init__(self) -> None:
+        self.nbytes = sum(shape.byte_size() for _, shape in self.operands)
+        if self.instruction.opcode in ("partition-id", "replica-id"):  # asks, exchanges nothing
+            self.kind, self.nbytes = "device-id", 0
 
     def run(self, buffers: RunValues) -> None:
         from xla_teach.hlo.evaluator.core import HloEvaluator

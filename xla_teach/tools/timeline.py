@@ -200,15 +200,33 @@ def trace_runs(executable: Any, args: list[Any], num_runs: int = 1, timeline: Ti
     module = getattr(executable, "module", None)
     if module is not None:
         timeline.annotate(module)
+    run = _runner(executable, module)
     for _ in range(warmup):
-        executable.execute(list(args))
+        run(list(args), None)
     with timeline.on_track(track or f"compiled ({getattr(executable, 'backend', '?')})"):
         for i in range(num_runs):
             if progress is not None and num_runs >= 20 and i % (num_runs // 10) == 0:
                 progress(f"timeline: run {i + 1}/{num_runs}")
             with timeline.run():
-                executable.execute(list(args), profiler=timeline)
+                run(list(args), timeline)
     return timeline
+
+
+def _runner(executable: Any, module: HloModule | None) -> Callable[[list[Any], Timeline | None], None]:
+    """How to run ``executable`` once: as it is, or -- a per-device program of several devices --
+    on every device at once, one thread each, as they run for real (a collective waits for the
+    others), the profiler on device 0 alone: its timeline is one device's view of the run, each
+    collective's time the wait for the slowest member plus the exchange."""
+    devices = module.device_count() if module is not None else 1
+    if devices <= 1:
+        return lambda args, profiler: executable.execute(args, profiler=profiler)
+    from xla_teach.hlo.evaluator.devices import run_devices
+
+    def run(args: list[Any], profiler: Timeline | None) -> None:
+        run_devices(devices, lambda device: executable.execute(
+            args, profiler=profiler if device.index == 0 else None))
+
+    return run
 
 
 def one_op_module(instr: HloInstruction) -> HloModule:

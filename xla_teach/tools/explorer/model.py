@@ -233,6 +233,7 @@ class _ThunkTimes:
     kinds: dict[str, str]  # HLO instruction -> thunk kind
     names: dict[str, str]  # kernel symbol -> HLO instruction
     timeline: Any
+    nbytes: dict[str, int]  # HLO instruction -> bytes its thunk reports (a collective: its payload)
 
 
 def _thunk_times(executable: Any, args: list[Any], runs: int) -> _ThunkTimes:
@@ -245,16 +246,18 @@ def _thunk_times(executable: Any, args: list[Any], runs: int) -> _ThunkTimes:
         for instr in comp.instructions:
             for symbol in kernel_symbols(instr.name):
                 names.setdefault(symbol, instr.name)
-    result = _ThunkTimes({}, {}, names, timeline)
+    result = _ThunkTimes({}, {}, names, timeline, {})
     for event in timeline.thunk_events():
         name = names.get(event.name, event.name)
         result.times.setdefault(name, []).append(event.seconds * 1e6)
         result.kinds[name] = event.kind
+        result.nbytes[name] = event.nbytes
     return result
 
 
 def _profile(executable: Any, runs: int, compile: CompileService | None) -> dict[str, Any]:
-    """Mean time of each thunk over ``runs`` runs (after two warm-up runs) on fake arguments, the
+    """Mean time of each thunk over ``runs`` runs (after two warm-up runs) on fake arguments (a
+    program of several devices runs on all of them, device 0 timed: ``tools/timeline.py``), the
     runs' events, the estimated time of each instruction inside a fusion (given a compile
     service; without one a fusion counts whole in its own scope), and the time of each op_name scope."""
     from xla_teach.tools.bugs.fake_data import fake_arguments
@@ -265,7 +268,7 @@ def _profile(executable: Any, runs: int, compile: CompileService | None) -> dict
     run_us = sum(e.seconds for e in run_spans) / max(len(run_spans), 1) * 1e6
     spans = sorted(e.seconds for e in run_spans) or [0.0]
     median_us = (spans[(len(spans) - 1) // 2] + spans[len(spans) // 2]) / 2 * 1e6
-    thunks = {n: {"us": sum(t) / runs, "calls": len(t) / runs, "kind": measured.kinds[n]}
+    thunks = {n: {"us": sum(t) / runs, "calls": len(t) / runs, "kind": measured.kinds[n], "bytes": measured.nbytes[n]}
               for n, t in measured.times.items()}
     # A kernel of a loop body or branch runs inside its loop's thunk, whose time includes it:
     # "nested" marks it, so that the times of a run add up once (the page sums the rest).
@@ -279,6 +282,7 @@ def _profile(executable: Any, runs: int, compile: CompileService | None) -> dict
             thunks[thunk.name]["per_iteration_us"] = thunks[thunk.name]["us"] / trips
     inside = _inside_fusions(executable, args, runs, thunks, compile) if compile is not None else {}
     return {"runs": runs, "run_us": run_us, "median_us": median_us, "thunks": thunks,
+            "devices": executable.module.device_count(),
             "timeline": _timeline_tracks(measured), "inside": inside,
             "scopes": _scope_times(executable.module, thunks, inside)}
 

@@ -875,7 +875,7 @@
     const total = ranked.reduce((sum, [, t]) => sum + t.us, 0) || 1;
     const inside = (loop) => Object.entries(p.thunks).filter(([n, t]) => t.nested && loopOf(n) === loop).sort((a, b) => b[1].us - a[1].us);
     const item = ([n, t]) => "<li>" + nameLink(n) + " &middot; " + t.us.toFixed(2) + " \u00b5s &middot; " + (100 * t.us / total).toFixed(1) +
-      "% &middot; " + esc(t.kind) + (t.iterations ? " &middot; " + t.iterations + " iterations, " + t.per_iteration_us.toFixed(2) +
+      "% &middot; " + esc(t.kind) + (t.kind === "collective" ? " &middot; " + kib(t.bytes || 0) + " in per device" : "") + (t.iterations ? " &middot; " + t.iterations + " iterations, " + t.per_iteration_us.toFixed(2) +
       " \u00b5s each" : "") + (inside(n).length ? "<ul>" + inside(n).map(([m, u]) => "<li>" + nameLink(m) + " &middot; " + u.us.toFixed(2) +
       " \u00b5s in all</li>").join("") + "</ul>" : "") + "</li>";
     $("details").innerHTML = "<h2>Profile</h2><p class=stat>Mean over " + p.runs + " runs on fake arguments, after two warm-up runs. " +
@@ -883,7 +883,23 @@
       "(a band keeps each box's category colour); inside an opened fusion, by each instruction's estimated share of the fusion's time.</p>" +
       "<h3>Thunks by time</h3><p class=stat>They add up to " + total.toFixed(1) + " \u00b5s of the " + p.run_us.toFixed(1) +
       " \u00b5s run (the rest is the host's work between them); a loop's kernels are listed under it, inside its time.</p><ul>" +
-      ranked.map(item).join("") + "</ul>" + scopesHtml(p, total);
+      ranked.map(item).join("") + "</ul>" + collectivesHtml(p) + scopesHtml(p, total);
+  }
+
+  // A program of several devices: what its collectives cost device 0 (time includes the wait for the slowest member).
+  function collectivesHtml(p) {
+    const all = Object.entries(p.thunks).filter(([, t]) => t.kind === "collective");
+    if (!all.length) return "";
+    const us = all.reduce((sum, [, t]) => sum + t.us * (t.nested ? 0 : 1), 0);
+    const bytes = all.reduce((sum, [, t]) => sum + (t.bytes || 0) * t.calls, 0);
+    return "<h3>Between devices</h3><p class=stat>This program runs on " + (p.devices || 1) + " devices, one thread each; the times are device 0's. Its " +
+      all.length + " collective(s) take " + us.toFixed(1) + " \u00b5s of the " + p.run_us.toFixed(1) + " \u00b5s run (" + (100 * us / Math.max(p.run_us, 1e-9)).toFixed(1) +
+      "%) and take in " + kib(bytes) + " from each device per run. A collective's time includes waiting for the slowest device to arrive.</p><ul>" +
+      all.sort((a, b) => b[1].us - a[1].us).map(([n, t]) => "<li>" + nameLink(n) + " &middot; " + t.us.toFixed(2) + " \u00b5s &middot; " + kib(t.bytes || 0) +
+      " &middot; " + rate((t.bytes || 0) / Math.max(t.us, 1e-9)) + "</li>").join("") + "</ul>";
+  }
+  function rate(bytesPerUs) {  // bytes per microsecond = MB/s
+    return bytesPerUs >= 1e3 ? (bytesPerUs / 1e3).toFixed(2) + " GB/s" : bytesPerUs.toFixed(bytesPerUs >= 10 ? 0 : 2) + " MB/s";
   }
 
   // The ENTRY instruction (a loop, conditional or call) whose computations hold ``name``.
