@@ -14,6 +14,7 @@ from xla_teach.frontend.autodiff import grad, jvp, value_and_grad, vjp
 from xla_teach.frontend.errors import CompilationError
 from xla_teach.frontend.jit import jit
 from xla_teach.frontend.shard_map import shard_map
+from xla_teach.frontend.sharded_array import ShardedArray, device_put, make_array_from_process_local_data
 from xla_teach.frontend.sharding import device_count, devices, make_mesh, with_sharding_constraint
 from xla_teach.frontend.stages import Compiled as _Compiled
 from xla_teach.frontend.stages import Lowered as _Lowered
@@ -40,11 +41,14 @@ __all__ = [
     "Layout",
     "PrimitiveType",
     "Shape",
+    "ShardedArray",
     "device_count",
+    "device_put",
     "devices",
     "grad",
     "jit",
     "jvp",
+    "make_array_from_process_local_data",
     "make_mesh",
     "named_scope",
     "XlaBuilder",

@@ -147,17 +147,20 @@ def _execute_on_devices(module: HloModule, args: list[Any], backend: str) -> lis
     return run_on_devices(module, None, args, backend)
 
 
-def run_on_devices(module: HloModule, executable: Any, args: list[Any], backend: str) -> list[np.ndarray]:
+def run_on_devices(module: HloModule, executable: Any, args: list[Any], backend: str,
+                   keep_split: bool = False) -> list[Any]:
     """Run a compiled per-device ``module`` on global ``args``: one thread per device (CPU) or the
-    interpreter's simulated devices; over MPI this process's device. Returns the global results."""
+    interpreter's simulated devices; over MPI this process's device. Returns the global results,
+    or with ``keep_split`` each result's pieces where they were computed. An argument may be
+    :class:`~xla_teach.hlo.evaluator.devices.Pieces` already on the devices."""
     from xla_teach.hlo.evaluator.devices import run_devices, run_global
     from xla_teach.runtime import distributed
 
     count = module.device_count()
     if distributed.process_count() > 1:
-        return _execute_over_mpi(module, args, backend, executable)
+        return _execute_over_mpi(module, args, backend, executable, keep_split)
     if backend_info(backend).devices == "simulated":
-        return run_global(module, args)
+        return run_global(module, args, keep_split=keep_split)
     available = int(flags.get("xla_force_host_platform_device_count"))
     if available and available < count:
         raise ValueError(f"{module.name} runs on {count} devices, but --xla_force_host_platform_device_count="
@@ -166,17 +169,19 @@ def run_on_devices(module: HloModule, executable: Any, args: list[Any], backend:
     def run(per_device: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
         return run_devices(count, lambda device: executable.execute(per_device[device.index]))
 
-    return run_global(module, args, run=run)
+    return run_global(module, args, run=run, keep_split=keep_split)
 
 
-def _execute_over_mpi(module: HloModule, args: list[Any], backend: str, executable: Any = None) -> list[np.ndarray]:
+def _execute_over_mpi(module: HloModule, args: list[Any], backend: str, executable: Any = None,
+                      keep_split: bool = False) -> list[Any]:
     """This process runs its own device of ``module`` (``distributed.initialize()`` was called)."""
     from xla_teach.hlo.evaluator.core import HloEvaluator
-    from xla_teach.hlo.evaluator.devices import run_global
+    from xla_teach.hlo.evaluator.devices import Pieces, run_global
     from xla_teach.runtime import distributed
 
     count, processes = module.device_count(), distributed.process_count()
-    shapes = ",".join(f"{np.asarray(a).dtype}{list(np.shape(a))}" for a in args)
+    shapes = ",".join(f"{a.dtype}{list(a.dims)}" if isinstance(a, Pieces)
+                      else f"{np.asarray(a).dtype}{list(np.shape(a))}" for a in args)
     distributed.agree("program", lambda: hashlib.sha256(f"{module.to_text()}|{shapes}|{backend}".encode()).hexdigest(),
                       remember=(module, f"{shapes}|{backend}"))
     if processes != count:
@@ -195,10 +200,14 @@ def _execute_over_mpi(module: HloModule, args: list[Any], backend: str, executab
             return executable.execute(pieces)
     else:
         raise ValueError(f"{module.name}: over MPI each process runs the interpreter or the CPU, not {backend}")
-    root = module.entry.root_instruction.sharding  # replicated outputs need not travel
-    gather = None if root is None else [not s.is_replicated for s in (root.elements if root.is_tuple else [root])]
+    root = module.entry.root_instruction  # replicated outputs, and ones kept split, need not travel
+    gather = None if root.sharding is None else [not s.is_replicated for s in (
+        root.sharding.elements if root.sharding.is_tuple else [root.sharding])]
+    if keep_split:
+        gather = [False] * (len(root.shape.tuple_shapes) if root.shape.is_tuple else 1)
     return run_global(module, args, run=lambda per_device: distributed.run_here(
-        lambda device: one(device, per_device[device.index]), gather), only=distributed.process_index())
+        lambda device: one(device, per_device[device.index]), gather), only=distributed.process_index(),
+        keep_split=keep_split)
 
 
 def _debug_print(level: int, executable: Any) -> None:

@@ -7,6 +7,7 @@ See :mod:`xla_teach.frontend.sharding` and "Programs for several devices" in the
 
 from xla_teach.frontend.sharding import (  # noqa: F401
     Device,
+    GSPMDSharding,
     Mesh,
     NamedSharding,
     P,
@@ -17,5 +18,5 @@ from xla_teach.frontend.sharding import (  # noqa: F401
     with_sharding_constraint,
 )
 
-__all__ = ["Device", "Mesh", "NamedSharding", "P", "PartitionSpec", "device_count", "devices", "make_mesh",
-           "with_sharding_constraint"]
+__all__ = ["Device", "GSPMDSharding", "Mesh", "NamedSharding", "P", "PartitionSpec", "device_count", "devices",
+           "make_mesh", "with_sharding_constraint"]

@@ -9,9 +9,12 @@ data-parallel steps of an MLP (``jit`` with the batch split over the processes),
 losses; ``fail``: process 2 gets a wrong argument, and the run must stop instead of hanging;
 ``raise``: process 1 raises before any collective (a trace-time error), and every process must
 stop; ``mismatch``: process 3 passes global arrays of another shape, and every process must refuse;
+``local``: the training fed by each process's own rows, the weights kept on the devices, and a
+result split over the processes gathered with ``process_allgather``;
 ``engine``: collectives MPI runs itself and ones it leaves to the interpreter, rank 0 saves the
 results and which ones fell back; ``hang``: process 3 never reaches a collective, and the others
-must stop every process after the collective timeout.
+must stop every process after the collective timeout, naming process 3 (BACKEND ``cpu-twice``:
+after one run together).
 """
 
 from __future__ import annotations
@@ -61,6 +64,50 @@ def train_losses(steps: int = 5) -> list[float]:
         value, w1, w2 = train(w1, w2, x, y)
         losses.append(float(value))
     return losses
+
+
+def local_data_run(steps: int = 5) -> tuple[list[float], np.ndarray, str]:
+    """The same training, but each process feeds only its own rows of the batch
+    (``make_array_from_process_local_data``) and the weights stay on the devices between steps
+    (``device_put``; sharded in, sharded out). Then a result split over the processes: reading it
+    whole refuses (its message returned), ``process_allgather`` gives the whole."""
+    import xla_teach
+    import xla_teach.nn as nn
+    from xla_teach.multihost_utils import process_allgather
+    from xla_teach.sharding import NamedSharding, P
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 16)).astype(np.float32)
+    y = np.eye(4, dtype=np.float32)[rng.integers(0, 4, 64)]
+    w1 = (rng.standard_normal((16, 32)) * 0.3).astype(np.float32)
+    w2 = (rng.standard_normal((32, 4)) * 0.3).astype(np.float32)
+
+    def loss(w1, w2, x, y):  # type: ignore[no-untyped-def]
+        return -(nn.log_softmax(nn.relu(x @ w1) @ w2) * y).sum() / x.shape[0]
+
+    def step(w1, w2, x, y):  # type: ignore[no-untyped-def]
+        value, (g1, g2) = xla_teach.value_and_grad(loss, argnums=(0, 1))(w1, w2, x, y)
+        return value, w1 - 0.5 * g1, w2 - 0.5 * g2
+
+    n, rank = len(xla_teach.devices()), distributed.process_index()
+    mesh = xla_teach.make_mesh((n,), ("batch",))
+    batch, whole = NamedSharding(mesh, P("batch")), NamedSharding(mesh, P())
+    mine = slice(rank * 64 // n, (rank + 1) * 64 // n)
+    xs = xla_teach.make_array_from_process_local_data(batch, x[mine])
+    ys = xla_teach.make_array_from_process_local_data(batch, y[mine])
+    ws = xla_teach.device_put((w1, w2), whole)
+    train = xla_teach.jit(step)
+    losses = []
+    for _ in range(steps):
+        value, *ws = train(*ws, xs, ys)
+        losses.append(float(value))
+    doubled = xla_teach.jit(lambda v: 2 * v)(xs)
+    message = ""
+    try:
+        np.asarray(doubled)
+    except ValueError as error:
+        message = str(error)
+    return losses, process_allgather(doubled), message
 
 
 # Collectives along dimension 1, in bf16 (moved as bytes; reduced by the interpreter's code: MPI
@@ -134,11 +181,18 @@ def main(mode: str, backend: str, out: str) -> None:
 
         from xla_teach import flags
 
-        if rank == 3:
-            time.sleep(600)
         with flags.override(xla_teach_collective_timeout_seconds=3):
-            executable = compile_module(COLLECTIVES, backend)
+            executable = compile_module(COLLECTIVES, backend.removesuffix("-twice"))
+            if backend.endswith("-twice"):  # one run together first: the groups' communicators exist
+                distributed.run_here(lambda device: executable.execute([np.zeros((4, 2), np.float32)]))
+            if rank == 3:
+                time.sleep(600)
             distributed.run_here(lambda device: executable.execute([np.zeros((4, 2), np.float32)]))
+        return
+    if mode == "local":
+        losses, doubled, message = local_data_run()
+        if rank == 0:
+            np.savez(out, losses=np.array(losses), doubled=doubled, message=np.array(message))
         return
     if mode == "train":
         losses = train_losses()

@@ -67,15 +67,24 @@ def test_mpi_runs_the_collectives_itself_and_leaves_it_only_what_it_cannot_reduc
             np.testing.assert_array_equal(mine, w, err_msg=f"device {d} output {i}")
 
 
-def test_a_process_that_never_reaches_a_collective_stops_every_process_after_the_timeout(tmp_path: Path) -> None:
+@pytest.mark.parametrize("when", ["first", "second"])
+def test_a_process_that_never_reaches_a_collective_stops_every_process_after_the_timeout(when: str,
+                                                                                         tmp_path: Path) -> None:
+    """Process 3 sleeps instead of running: the others stop every process after the 3 s timeout,
+    and the error names process 3 and where it is (read from the memory the processes share).
+    The first time, the processes wait for all of them (the groups' communicators are made
+    together); the second time, for the members of the all-reduce's group."""
     import time
 
     start = time.monotonic()
-    run = _mpiexec("hang", "cpu", str(tmp_path / "out.npz"), timeout=120)
+    run = _mpiexec("hang", "cpu" if when == "first" else "cpu-twice", str(tmp_path / "out.npz"), timeout=120)
     took = time.monotonic() - start
     assert run.returncode != 0
-    assert re.search(r"process [0-2] waited 3 s in all-reduce sum \(run 1\) for devices \[[0-3], [0-3]\]: one of them "
-                     "never reached it", run.stderr), run.stderr[-2000:]
+    waited_for = r"every process \(the groups' communicators" if when == "first" else r"devices \[[0-2], 3\]"
+    assert re.search(rf"process [0-2] waited 3 s in [a-z-]+ [a-z]+ \(run {1 if when == 'first' else 2}\) for "
+                     rf"{waited_for}.*: one of them never reached it", run.stderr), run.stderr[-2000:]
+    assert re.search(r"processes \[3\] did not arrive at this collective \(number \d+ here\): process 3 is "
+                     r"computing before its collective number \d+, outside any collective", run.stderr), run.stderr[-2000:]
     assert took < 60, took
 
 
@@ -99,6 +108,24 @@ def test_data_parallel_training_on_four_processes_follows_the_one_process_loss_c
     single = train_losses()
     assert single[-1] < single[0]
     np.testing.assert_allclose(np.load(out)["losses"], single, rtol=1e-4)
+
+
+def test_each_process_feeds_its_own_rows_and_the_weights_stay_on_the_devices(tmp_path: Path) -> None:
+    """make_array_from_process_local_data: each process passes its 16 rows of the 64-row batch;
+    device_put keeps the weights on the devices, and jit's results stay there between steps. The
+    loss curve is the one-process curve; an array split over the processes is read whole only by
+    process_allgather (np.asarray refuses, naming it)."""
+    from tests.distributed.mpi_program import train_losses
+
+    out = tmp_path / "local.npz"
+    run = _mpiexec("local", "cpu", str(out), timeout=300)
+    assert run.returncode == 0, run.stderr
+    got = np.load(out)
+    np.testing.assert_allclose(got["losses"], train_losses(), rtol=1e-4)
+    x = np.random.default_rng(0).standard_normal((64, 16)).astype(np.float32)
+    np.testing.assert_array_equal(got["doubled"], 2 * x)
+    assert "split over devices of other processes" in str(got["message"])
+    assert "process_allgather" in str(got["message"])
 
 
 def test_a_failing_process_stops_the_others(tmp_path: Path) -> None:

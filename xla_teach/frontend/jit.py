@@ -48,9 +48,12 @@ from xla_teach.backends.options import CompileOptions
 from xla_teach.backends.registry import BACKENDS, DEFAULT_BACKEND
 from xla_teach.frontend import dtypes
 from xla_teach.frontend.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from xla_teach.frontend.sharded_array import ShardedArray, output_sharding
+from xla_teach.frontend.sharding import GSPMDSharding, sharding_per_leaf
 from xla_teach.frontend.stages import Compiled, Lowered
 from xla_teach.frontend.tracer import ShapedArray, TraceContext, Tracer, current_context, push_context
 from xla_teach.hlo.builder import XlaBuilder
+from xla_teach.hlo.evaluator.devices import Pieces
 from xla_teach.hlo.ir import HloModule
 from xla_teach.hlo.sharding import HloSharding
 
@@ -96,36 +99,10 @@ _STATIC = _Static()
 def _aval_of(leaf: Any, where: str) -> ShapedArray:
     if isinstance(leaf, (bool, int, float)) and not isinstance(leaf, np.generic):
         return ShapedArray((), dtypes.python_scalar_dtype(leaf), weak_type=True)
-    if isinstance(leaf, (np.ndarray, np.generic)):
+    if isinstance(leaf, (np.ndarray, np.generic, ShardedArray)):
         return ShapedArray(tuple(np.shape(leaf)), dtypes.canonicalize(leaf.dtype))
     raise ValueError(f"jit: {where} is a {type(leaf).__name__}, not an array; pass arrays (or pytrees of "
                      "arrays), or mark the argument static with static_argnums/static_argnames")
-
-
-def sharding_per_leaf(prefix: Any, tree: PyTreeDef, where: str) -> list[Any]:
-    """One sharding (or None) per leaf of ``tree`` from ``prefix``, as JAX reads ``in_shardings``:
-    a sharding (or None) stands for every leaf below it; a dict, list or tuple goes down the
-    argument's own structure (a *prefix* of it: ``{"w": rows, "b": None}`` for a dict of
-    parameters, a sharding for a whole sub-tree)."""
-    if prefix is None or hasattr(prefix, "hlo_sharding"):
-        return [prefix] * tree.num_leaves
-    if tree.kind == "dict" and isinstance(prefix, dict):
-        keys = list(tree.data)  # type: ignore[call-overload]
-        if sorted(map(str, prefix)) != sorted(map(str, keys)):
-            raise ValueError(f"jit: {where} has the keys {sorted(map(str, prefix))}, the argument "
-                             f"{sorted(map(str, keys))}")
-        parts, names = [prefix[k] for k in keys], [f"{where}[{k!r}]" for k in keys]
-    elif tree.kind in ("tuple", "list", "namedtuple") and isinstance(prefix, (list, tuple)):
-        if len(prefix) != len(tree.children):
-            raise ValueError(f"jit: {where} has {len(prefix)} entries for an argument of {len(tree.children)}")
-        parts, names = list(prefix), [f"{where}[{k}]" for k in range(len(prefix))]
-    else:
-        raise ValueError(f"jit: {where} is a {type(prefix).__name__}, but the argument is {tree}: give a "
-                         "NamedSharding for all of it, or a tree of them shaped like it")
-    found: list[Any] = []
-    for part, child, name in zip(parts, tree.children, names, strict=True):
-        found += sharding_per_leaf(part, child, name)
-    return found
 
 
 class JitFunction:
@@ -195,9 +172,11 @@ class JitFunction:
         avals = tuple(_aval_of(leaf, f"argument leaf {i}") for i, leaf in dyn)
         return leaves, in_tree, statics, avals, [i for i, _ in dyn]
 
-    def _key(self, in_tree: PyTreeDef, statics: Any, avals: tuple[ShapedArray, ...]) -> Any:
+    def _key(self, in_tree: PyTreeDef, statics: Any, avals: tuple[ShapedArray, ...], leaves: list[Any]) -> Any:
         flag_values = tuple(sorted(flags.current().items()))
-        return (in_tree, avals, statics, self.backend, flag_values)
+        splits = tuple((leaf.sharding.hlo_sharding(leaf.ndim).to_text(), leaf.sharding.device_ids)
+                       for leaf in leaves if isinstance(leaf, ShardedArray))  # a new split is a new program
+        return (in_tree, avals, statics, self.backend, flag_values, splits)
 
     # ---- tracing -------------------------------------------------------------------------
     def _param_path(self, leaf_index: int, in_tree: PyTreeDef) -> str:
@@ -257,13 +236,16 @@ class JitFunction:
         module = builder.build(root)
         if self.donate_argnums:
             self._alias_donated(module, in_tree, dyn_index)
-        if self.in_shardings is not None or self.out_shardings is not None:
-            self._annotate_shardings(module, in_tree, dyn_index)
+        if self.in_shardings is not None or self.out_shardings is not None or any(
+                isinstance(leaf, ShardedArray) for leaf in leaves):
+            self._annotate_shardings(module, in_tree, dyn_index, leaves)
         return module, out_tree
 
-    def _annotate_shardings(self, module: HloModule, in_tree: PyTreeDef, dyn_index: list[int]) -> None:
+    def _annotate_shardings(self, module: HloModule, in_tree: PyTreeDef, dyn_index: list[int],
+                            leaves: list[Any]) -> None:
         """Write ``in_shardings``/``out_shardings`` (one NamedSharding for all, or one per positional
-        argument / per output) onto the parameters and the ROOT, and ``num_partitions`` into the header."""
+        argument / per output) onto the parameters and the ROOT, and ``num_partitions`` into the
+        header. A ShardedArray argument brings its own sharding (it must agree with ``in_shardings``)."""
         args_tree = in_tree.children[0]
         given = self.in_shardings
         if not isinstance(given, (list, tuple)):  # one sharding (or None) for every argument
@@ -271,13 +253,23 @@ class JitFunction:
         per_leaf: list[Any] = []
         for pos, child in enumerate(args_tree.children):
             per_leaf += sharding_per_leaf(given[pos] if pos < len(given) else None, child, f"in_shardings[{pos}]")
+        per_leaf += [None] * (len(leaves) - len(per_leaf))  # keyword arguments: their own sharding or none
+        for i, leaf in enumerate(leaves):
+            if not isinstance(leaf, ShardedArray):
+                continue
+            if per_leaf[i] is None:
+                per_leaf[i] = leaf.sharding
+            elif per_leaf[i].hlo_sharding(leaf.ndim) != leaf.sharding.hlo_sharding(leaf.ndim):
+                raise ValueError(f"jit({self.name}): argument {self._param_path(i, in_tree)} is split as "
+                                 f"{leaf.sharding!r}, but in_shardings says {per_leaf[i]!r} (device_put it "
+                                 "to that sharding first, or leave its in_shardings entry None)")
         meshes = set()
         for number, leaf in enumerate(dyn_index):
             named = per_leaf[leaf] if leaf < len(per_leaf) else None
             if named is not None:
                 param = module.entry.parameter(number)
                 param.sharding = named.hlo_sharding(param.shape.rank)
-                meshes.add(named.mesh.size)
+                meshes.add(named.num_devices)
         root = module.entry.root_instruction
         leaves = list(root.shape.tuple_shapes) if root.shape.is_tuple else [root.shape]
         if self.out_shardings is not None:
@@ -287,7 +279,7 @@ class JitFunction:
                 raise ValueError(f"jit({self.name}): out_shardings has {len(outs)} entries for {len(leaves)} outputs")
             elements = [o.hlo_sharding(shape.rank) for o, shape in zip(outs, leaves, strict=True)]
             root.sharding = HloSharding("tuple", elements=tuple(elements)) if root.shape.is_tuple else elements[0]
-            meshes |= {o.mesh.size for o in outs}
+            meshes |= {o.num_devices for o in outs}
         if len(meshes) > 1:
             raise ValueError(f"jit({self.name}): the shardings use meshes of different sizes {sorted(meshes)}")
         if meshes:
@@ -331,7 +323,7 @@ class JitFunction:
     def _lookup(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any], list[int],
                                                                                tuple[ShapedArray, ...]]:
         leaves, in_tree, statics, avals, dyn_index = self._split(args, kwargs)
-        key = self._key(in_tree, statics, avals)
+        key = self._key(in_tree, statics, avals, leaves)
         entry = self._cache.get(key)
         if entry is None:
             with self._compiling:  # threads that miss together: the first compiles, the rest find it
@@ -394,17 +386,48 @@ class JitFunction:
 
     def _execute(self, entry: _Entry, leaves: list[Any], dyn_index: list[int],
                  avals: tuple[ShapedArray, ...]) -> Any:
-        inputs = [np.asarray(leaves[i], dtype=a.dtype) for i, a in zip(dyn_index, avals, strict=True)]
         if entry.partitioned is not None:
-            from xla_teach.api import run_on_devices
-
-            outputs = run_on_devices(entry.partitioned, entry.executable, inputs, self.backend)
-            return tree_unflatten(entry.out_tree, [np.asarray(o) for o in outputs])
+            return self._execute_on_devices(entry, [leaves[i] for i in dyn_index], avals)
+        inputs = [np.asarray(leaves[i], dtype=a.dtype) for i, a in zip(dyn_index, avals, strict=True)]
         outputs = entry.executable.execute(inputs)
         dumper = entry.executable.dumper
         if dumper is not None and flags.get("xla_dump_hlo_snapshots"):
             dumper.snapshot(inputs, outputs)
         return tree_unflatten(entry.out_tree, [np.asarray(o) for o in outputs])
+
+    def _execute_on_devices(self, entry: _Entry, args: list[Any], avals: tuple[ShapedArray, ...]) -> Any:
+        """Sharded in, sharded out: ShardedArray arguments go to the devices as their pieces, and
+        then the results stay on the devices too; NumPy arguments are split and the results put
+        back together (``frontend/sharded_array.py``)."""
+        from xla_teach.api import run_on_devices
+
+        assert entry.partitioned is not None
+        keep = any(isinstance(a, ShardedArray) for a in args)
+        inputs = [a.pieces if isinstance(a, ShardedArray) else np.asarray(a, dtype=aval.dtype)
+                  for a, aval in zip(args, avals, strict=True)]
+        outputs = run_on_devices(entry.partitioned, entry.executable, inputs, self.backend, keep_split=keep)
+        self._snapshot_global(entry, args, outputs)
+        if not keep:
+            return tree_unflatten(entry.out_tree, [np.asarray(o) for o in outputs])
+        given = self.out_shardings if isinstance(self.out_shardings, (list, tuple)) else \
+            [self.out_shardings] * len(outputs)
+        devices = tuple(range(entry.partitioned.device_count()))
+        return tree_unflatten(entry.out_tree, [ShardedArray(o, output_sharding(o.sharding, g, devices))
+                                               for o, g in zip(outputs, given, strict=True)])
+
+    def _snapshot_global(self, entry: _Entry, args: list[Any], outputs: list[Any]) -> None:
+        """``--xla_dump_hlo_snapshots``: the per-device module with the *global* arguments and
+        results (``xla-teach replay`` splits them again, as here). In one process only: under MPI
+        no process holds the whole."""
+        from xla_teach.runtime import distributed
+
+        dumper = getattr(entry.executable, "dumper", None)
+        if dumper is None or not flags.get("xla_dump_hlo_snapshots") or distributed.process_count() > 1:
+            return
+        whole = [np.asarray(a) for a in args]
+        dumper.snapshot(whole, [np.asarray(ShardedArray(o, GSPMDSharding(
+            tuple(range(entry.partitioned.device_count())), o.sharding))) if isinstance(o, Pieces) else np.asarray(o)
+            for o in outputs])
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Trace (without compiling) for these arguments; ``.compile()`` compiles (cached)."""
@@ -414,12 +437,12 @@ class JitFunction:
 
         def compile_fn() -> Compiled:
             entry, _, _, compiled_avals = self._lookup(args, kwargs)
-            compiled_key = self._key(in_tree, statics, avals)
+            compiled_key = self._key(in_tree, statics, avals, leaves)
 
             def call(*new_args: Any, **new_kwargs: Any) -> Any:
                 """Only arguments like the ones it was compiled for, as JAX's ``Compiled``."""
                 new_leaves, new_tree, new_statics, new_avals, new_index = self._split(new_args, new_kwargs)
-                if self._key(new_tree, new_statics, new_avals) != compiled_key:
+                if self._key(new_tree, new_statics, new_avals, new_leaves) != compiled_key:
                     raise TypeError(f"{self.name}: this executable was compiled for arguments "
                                     f"({', '.join(map(str, compiled_avals))}) and is called with "
                                     f"({', '.join(map(str, new_avals))}) or other static arguments/structure; "

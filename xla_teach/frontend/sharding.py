@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from xla_teach import flags
+from xla_teach.frontend.pytree import PyTreeDef
 from xla_teach.hlo.sharding import HloSharding, sharding_from_mesh_axes
 
 
@@ -108,6 +109,15 @@ class NamedSharding:
     mesh: Mesh
     spec: PartitionSpec
 
+    @property
+    def device_ids(self) -> tuple[int, ...]:
+        """The mesh's devices (JAX's ``device_set``, as ids)."""
+        return tuple(int(d) for d in self.mesh.device_ids.reshape(-1))
+
+    @property
+    def num_devices(self) -> int:
+        return self.mesh.size
+
     def hlo_sharding(self, ndim: int) -> HloSharding:
         """The sharding XLA writes for an array of ``ndim`` dimensions (module docstring)."""
         if len(self.spec) > ndim:
@@ -119,6 +129,53 @@ class NamedSharding:
             return sharding_from_mesh_axes(self.mesh.device_ids, self.mesh.axis_names, per_dim)
         except ValueError as err:
             raise ValueError(f"{self.spec!r} on {self.mesh!r}: {err}") from None
+
+
+@dataclass(frozen=True)
+class GSPMDSharding:
+    """A split given as XLA's own ``HloSharding`` over ``device_ids`` (JAX's ``GSPMDSharding``):
+    the sharding of a ``jit`` result that ``out_shardings`` did not name -- wherever the SPMD
+    partitioner left it. It can be passed back as an ``in_shardings`` entry, like a NamedSharding."""
+
+    device_ids: tuple[int, ...]
+    hlo: HloSharding
+
+    @property
+    def num_devices(self) -> int:
+        return len(self.device_ids)
+
+    def hlo_sharding(self, ndim: int) -> HloSharding:
+        self.hlo.check_fits((0,) * ndim)
+        return self.hlo
+
+    def __repr__(self) -> str:
+        return f"GSPMDSharding({self.hlo}, devices={list(self.device_ids)})"
+
+
+def sharding_per_leaf(prefix: Any, tree: PyTreeDef, where: str) -> list[Any]:
+    """One sharding (or None) per leaf of ``tree`` from ``prefix``, as JAX reads ``in_shardings``:
+    a sharding (or None) stands for every leaf below it; a dict, list or tuple goes down the
+    argument's own structure (a *prefix* of it: ``{"w": rows, "b": None}`` for a dict of
+    parameters, a sharding for a whole sub-tree)."""
+    if prefix is None or hasattr(prefix, "hlo_sharding"):
+        return [prefix] * tree.num_leaves
+    if tree.kind == "dict" and isinstance(prefix, dict):
+        keys = list(tree.data)  # type: ignore[call-overload]
+        if sorted(map(str, prefix)) != sorted(map(str, keys)):
+            raise ValueError(f"jit: {where} has the keys {sorted(map(str, prefix))}, the argument "
+                             f"{sorted(map(str, keys))}")
+        parts, names = [prefix[k] for k in keys], [f"{where}[{k!r}]" for k in keys]
+    elif tree.kind in ("tuple", "list", "namedtuple") and isinstance(prefix, (list, tuple)):
+        if len(prefix) != len(tree.children):
+            raise ValueError(f"jit: {where} has {len(prefix)} entries for an argument of {len(tree.children)}")
+        parts, names = list(prefix), [f"{where}[{k}]" for k in range(len(prefix))]
+    else:
+        raise ValueError(f"jit: {where} is a {type(prefix).__name__}, but the argument is {tree}: give a "
+                         "NamedSharding for all of it, or a tree of them shaped like it")
+    found: list[Any] = []
+    for part, child, name in zip(parts, tree.children, names, strict=True):
+        found += sharding_per_leaf(part, child, name)
+    return found
 
 
 def with_sharding_constraint(x: Any, sharding: NamedSharding) -> Any:

@@ -132,6 +132,19 @@ class HloSharding:
             return None
         return tuple(int(i) for i in where[0][: self.data_rank])
 
+    def index(self, dims: tuple[int, ...], device: int) -> tuple[slice, ...]:
+        """The part of a global array of ``dims`` that device ``device`` holds, as slices (JAX's
+        ``Shard.index``): everything when replicated, its tile when split (the last tile short
+        when the split is uneven)."""
+        if self.kind != "tiled":
+            return tuple(slice(0, d) for d in dims)
+        self.check_fits(tuple(dims))
+        where = self.tile_index(device)
+        if where is None:
+            raise ShardingError(f"device {device} holds no tile of {self.to_text()}")
+        tile = self.tile_shape(tuple(dims))
+        return tuple(slice(min(i * t, d), min((i + 1) * t, d)) for i, t, d in zip(where, tile, dims, strict=True))
+
     # ---- moving data -----------------------------------------------------------------
     def shard(self, array: np.ndarray, device: int) -> np.ndarray:
         """Device ``device``'s piece of the global ``array`` (zero-padded to the tile shape)."""

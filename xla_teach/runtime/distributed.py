@@ -154,13 +154,74 @@ class MpiRendezvous:
     differ from the simulated devices' in its last bits; every process gets the same bits. A
     reduction MPI cannot do (by a computation, or in bf16) falls back to :meth:`exchange`: one
     ``allgather`` of the values, combined in group order by the interpreter. Every collective is
-    posted without blocking and waited for with a deadline (``--xla_teach_collective_timeout_seconds``)."""
+    posted without blocking and waited for with a deadline (``--xla_teach_collective_timeout_seconds``).
+
+    Each process also publishes where it is -- how many collectives it has started, and whether
+    it is waiting in one now -- in a few bytes of memory shared with the processes on its machine
+    (an MPI shared-memory window: the others read it without its help, even while it is stuck).
+    A process that times out reads them, so its error names the processes that did not arrive
+    and where they are (a process on another machine is named without its place)."""
 
     def __init__(self, comm: Any) -> None:
         self.comm = comm
         self.devices = int(comm.Get_size())
         self._communicators: dict[tuple[tuple[int, ...], ...], Any] = {}
         self._permutes = 0
+        self._started = 0  # collectives this process has entered
+        MPI = _mpi()  # noqa: N806 - mpi4py's name
+        self._machine = comm.Split_type(MPI.COMM_TYPE_SHARED)  # the processes on this machine
+        self._window = MPI.Win.Allocate_shared(2 * 8, 8, comm=self._machine)  # [started, waiting] int64
+        self._neighbours = {int(r): i for i, r in enumerate(self._machine.allgather(comm.Get_rank()))}
+        self._whereabouts = self._place_of(comm.Get_rank())
+        self._publish(waiting=False)
+
+    def _place_of(self, rank: int) -> np.ndarray:
+        memory, _ = self._window.Shared_query(self._neighbours[rank])
+        return np.frombuffer(memory, dtype=np.int64, count=2)
+
+    def _publish(self, waiting: bool) -> None:
+        self._whereabouts[:] = (self._started, int(waiting))  # a plain store: the others just read it
+
+    def _enter(self) -> None:
+        self._started += 1
+        self._publish(waiting=True)
+
+    def _leave(self) -> None:
+        self._publish(waiting=False)
+
+    def where_everyone_is(self) -> dict[int, tuple[int, bool]]:
+        """(collectives started, waiting in one now) of each process on this machine."""
+        out = {}
+        for rank in self._neighbours:
+            started, waiting = (int(v) for v in self._place_of(rank))
+            out[rank] = (started, bool(waiting))
+        return out
+
+    def _missing(self, call: CollectiveCall, members: Sequence[int]) -> str:
+        """Which of ``members`` have not arrived at ``call``, and where they are."""
+        try:
+            places = self.where_everyone_is()
+        except Exception as error:  # noqa: BLE001 - the timeout's own message matters more
+            return f"(could not read where the others are: {error})"
+        mine = self._started
+        absent = [d for d in members if places.get(d) != (mine, True)]
+        if not absent:
+            return "every member has arrived: MPI itself is slow or stuck"
+        words = []
+        for d in absent:
+            if d not in places:
+                words.append(f"process {d} runs on another machine")
+                continue
+            started, waiting = places[d]
+            if started < mine:
+                where = (f"waiting in its collective number {started}" if waiting else
+                         f"computing before its collective number {started + 1}, outside any collective")
+            elif started == mine:
+                where = "already left it"
+            else:
+                where = f"already at its collective number {started}: it took another path"
+            words.append(f"process {d} is {where}")
+        return (f"processes {absent} did not arrive at this collective (number {mine} here): " + "; ".join(words))
 
     def _communicator(self, call: CollectiveCall) -> Any:
         """The communicator of this process's group; every process splits at the same collective
@@ -168,18 +229,25 @@ class MpiRendezvous:
         (a barrier waited for with the timeout: the split itself would wait forever)."""
         groups = call.groups
         if groups not in self._communicators:
-            self._wait(call, self.comm.Ibarrier())
+            self._wait(call, self.comm.Ibarrier(), everyone=True)
             rank = self.comm.Get_rank()
             color = next(i for i, g in enumerate(groups) if rank in g)
             self._communicators[groups] = self.comm.Split(color, groups[color].index(rank))
         return self._communicators[groups]
 
     def run_collective(self, call: CollectiveCall) -> list[np.ndarray] | None:
-        MPI = _mpi()  # noqa: N806 - mpi4py's name
-        x = call.operands[0]
         if call.kind in ("all-reduce", "reduce-scatter") and (
                 call.reducer not in _MPI_REDUCERS or any(o.dtype not in _MPI_ARITHMETIC for o in call.operands)):
             return None
+        self._enter()
+        try:
+            return self._run_collective(call)
+        finally:
+            self._leave()
+
+    def _run_collective(self, call: CollectiveCall) -> list[np.ndarray] | None:
+        MPI = _mpi()  # noqa: N806 - mpi4py's name
+        x = call.operands[0]
         if call.kind == "collective-permute":
             return [self._permute(call, _contiguous(x))]
         comm = self._communicator(call)
@@ -226,8 +294,10 @@ class MpiRendezvous:
             self._wait(call, request)
         return out
 
-    def _wait(self, call: CollectiveCall, request: Any) -> None:
-        """Wait for a posted operation, testing it now and then, until the collective timeout."""
+    def _wait(self, call: CollectiveCall, request: Any, everyone: bool = False) -> None:
+        """Wait for a posted operation, testing it now and then, until the collective timeout.
+        ``everyone``: the operation needs every process, not only the group (making the groups'
+        communicators, the first time a set of groups is used)."""
         from xla_teach import flags
 
         limit = float(flags.get("xla_teach_collective_timeout_seconds"))
@@ -236,16 +306,23 @@ class MpiRendezvous:
         while not request.Test():
             if limit and time.monotonic() > deadline:
                 name, run = call.key
+                members = list(range(self.devices)) if everyone else list(call.group)
+                waited_for = ("every process (the groups' communicators are made by all of them together, the "
+                              "first time these groups are used)" if everyone else f"devices {members}")
                 raise CollectiveTimeout(
                     f"process {call.device} waited {limit:g} s in {call.kind} {name} (run {run + 1}) for "
-                    f"devices {list(call.group)}: one of them never reached it (a deadlock: the processes took "
+                    f"{waited_for}: one of them never reached it (a deadlock: the processes took "
                     "different paths through the program, or one is stuck); raise "
-                    "--xla_teach_collective_timeout_seconds if it is only slow")
+                    f"--xla_teach_collective_timeout_seconds if it is only slow. {self._missing(call, members)}")
             time.sleep(pause)
             pause = min(2 * pause + 1e-6, 1e-4)  # spin first, then sleep up to 0.1 ms
 
     def exchange(self, key: tuple[str, int], group: list[int], device: int, value: Any) -> dict[int, Any]:
-        everyone = self.comm.allgather((key, device, value))
+        self._enter()
+        try:
+            everyone = self.comm.allgather((key, device, value))
+        finally:
+            self._leave()
         keys = {k for k, _, _ in everyone}
         if len(keys) != 1:
             raise DistributedError(f"the processes reached different collectives ({sorted(keys)}): they are not "
@@ -289,6 +366,18 @@ def run_here(run_one: Callable[[DeviceContext], list[np.ndarray]],
         comm.Allgather(_bytes(out), _bytes(everyone))
         columns.append(list(everyone))
     return [[column[d] for column in columns] for d in range(n)]
+
+
+def allgather_array(x: np.ndarray) -> list[np.ndarray]:
+    """Every process's ``x`` (the same shape and dtype on each), in rank order, with one
+    ``MPI_Allgather``."""
+    if not _state:
+        raise DistributedError("distributed.initialize() was not called")
+    comm = _state["comm"]
+    x = _contiguous(np.asarray(x))
+    everyone = np.empty((comm.Get_size(), *x.shape), x.dtype)
+    comm.Allgather(_bytes(x), _bytes(everyone))
+    return list(everyone)
 
 
 def _bytes(x: np.ndarray) -> np.ndarray:

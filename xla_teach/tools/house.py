@@ -24,7 +24,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("xla_teach.api", 6),
     ("xla_teach.tools", 7),
     ("xla_teach.frontend", 8), ("xla_teach.numpy", 8), ("xla_teach.nn", 8), ("xla_teach.lax", 8),
-    ("xla_teach.sharding", 8),
+    ("xla_teach.sharding", 8), ("xla_teach.multihost_utils", 8),
     ("xla_teach.graph", 9), ("xla_teach.aot", 9),
     ("xla_teach.exercises", 10), ("xla_teach.demo", 10),
     ("xla_teach.tools.cli", 11),  # the command line, over everything

@@ -21,12 +21,16 @@ from all of them -- in group order, so that every member gets the same bits::
 
 :func:`run_global` takes and returns *global* arrays, as ``jax.jit`` does: the parameters'
 ``sharding`` attributes split the arguments, and the outputs' shardings put the results back.
+An argument may also arrive already split -- :class:`Pieces`, each device's piece and the
+sharding that cut them -- and the results may stay split (``keep_split``): data that lives on
+the devices between calls, as a sharded ``jax.Array`` does.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,12 +38,36 @@ import numpy as np
 from xla_teach.hlo.evaluator.core import HloEvaluator
 from xla_teach.hlo.evaluator.device_context import DeviceContext, Rendezvous, as_device, current_device
 
-__all__ = ["DeviceContext", "Rendezvous", "as_device", "current_device", "run_devices", "run_global",
+__all__ = ["DeviceContext", "Pieces", "Rendezvous", "as_device", "current_device", "run_devices", "run_global",
            "run_partitioned"]
 
 if TYPE_CHECKING:
     from xla_teach.hlo.ir import HloModule
     from xla_teach.hlo.sharding import HloSharding
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """A global array of ``dims`` that is already split over the devices: ``by_device[d]`` is
+    device ``d``'s piece as ``sharding`` cuts it (padded to the tile shape when the split is
+    uneven). Under MPI a process holds the pieces of its own device only."""
+
+    sharding: HloSharding
+    dims: tuple[int, ...]
+    by_device: dict[int, np.ndarray]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return next(iter(self.by_device.values())).dtype
+
+    def piece(self, device: int, where: str) -> np.ndarray:
+        if device not in self.by_device:
+            from xla_teach.hlo.sharding import ShardingError
+
+            raise ShardingError(f"{where}: the array's piece for device {device} is not here (this process "
+                                f"holds devices {sorted(self.by_device)})")
+        return self.by_device[device]
+
 
 def run_devices(count: int, run_one: Callable[[DeviceContext], list[np.ndarray]]) -> list[list[np.ndarray]]:
     """Run ``run_one(device)`` for ``count`` devices sharing one rendezvous, one thread each (the
@@ -81,9 +109,10 @@ def run_partitioned(module: HloModule, per_device_args: Sequence[Sequence[Any]])
     return run_devices(len(per_device_args), run_one)
 
 
-def run_global(module: HloModule, args: Sequence[np.ndarray], out_shardings: Sequence[HloSharding] | None = None,
+def run_global(module: HloModule, args: Sequence[np.ndarray | Pieces],
+               out_shardings: Sequence[HloSharding] | None = None,
                run: Callable[[list[list[np.ndarray]]], list[list[np.ndarray]]] | None = None,
-               only: int | None = None) -> list[np.ndarray]:
+               only: int | None = None, keep_split: bool = False) -> list[Any]:
     """Run a per-device module on *global* arrays, as ``jax.jit`` does with sharded ones.
 
     Each ENTRY parameter's ``sharding`` says which piece of the global argument every device
@@ -104,8 +133,16 @@ def run_global(module: HloModule, args: Sequence[np.ndarray], out_shardings: Seq
     per_device: list[list[np.ndarray]] = [[] for _ in range(n)]
     for param, arg in zip(params, args, strict=True):
         sharding = param.sharding or HloSharding.replicate()
-        arg = np.asarray(arg)
+        where = f"parameter {param.parameter_number} ({param.name})"
+        if isinstance(arg, Pieces) and not _same_split(arg.sharding, sharding):
+            raise ShardingError(f"{where} is split as {sharding}, but the argument given is split as {arg.sharding} "
+                                "(put it there first: device_put(x, sharding))")
+        if not isinstance(arg, Pieces):
+            arg = np.asarray(arg)
         for d in range(n) if only is None else [only]:
+            if isinstance(arg, Pieces):
+                per_device[d].append(arg.piece(d, where))
+                continue
             piece = sharding.shard(arg, d % partitions)
             if piece.shape != tuple(param.shape.dimensions):
                 raise ShardingError(f"parameter {param.parameter_number} ({param.name}): a global {arg.dtype}"
@@ -121,9 +158,14 @@ def run_global(module: HloModule, args: Sequence[np.ndarray], out_shardings: Seq
     global_shapes = root_instr.frontend_attributes.get("xla_teach.global_shapes", "")
     out_dims = [tuple(int(d) for d in text.split("[", 1)[1].rstrip("]").split(",") if d)
                 for text in global_shapes.split(";")] if global_shapes else None
-    outputs = []
+    outputs: list[Any] = []
     for i in range(len(results[0])):
         pieces = {d: results[d][i] for d in range(min(n, partitions))}
+        if keep_split:
+            split = out_shardings[i] if out_shardings is not None else HloSharding.replicate()
+            dims = out_dims[i] if out_dims else _global_dims(split, pieces[min(pieces)].shape)
+            outputs.append(Pieces(split, dims, pieces if only is None else {only: pieces[only]}))
+            continue
         if out_shardings is not None:
             outputs.append(out_shardings[i].assemble(pieces, out_dims[i] if out_dims else None))
             continue
@@ -133,3 +175,19 @@ def run_global(module: HloModule, args: Sequence[np.ndarray], out_shardings: Seq
                                 "(XLA's optimized modules do not print the ROOT's sharding): pass out_shardings")
         outputs.append(first)
     return outputs
+
+
+def _same_split(a: HloSharding, b: HloSharding) -> bool:
+    """Whether two shardings put the same part on every device (texts may differ: iota or list)."""
+    if a.is_replicated and b.is_replicated:
+        return True
+    if a.kind != b.kind or a.kind != "tiled":
+        return a == b
+    return (a.tile_dims == b.tile_dims and a.last_tile_dims == b.last_tile_dims
+            and a.last_tile_dim_replicate == b.last_tile_dim_replicate and a.devices() == b.devices())
+
+
+def _global_dims(sharding: HloSharding, piece: tuple[int, ...]) -> tuple[int, ...]:
+    if sharding.kind != "tiled":
+        return tuple(piece)
+    return tuple(p * t for p, t in zip(piece, sharding.data_tile_dims, strict=True))

@@ -82,7 +82,7 @@ def replay(source: str | Path | HloModule | HloInput, platform: str = "cpu", *, 
               file=out)
     for run in range(num_runs):
         start = time.perf_counter()
-        outputs = executable.execute(list(args))
+        outputs = _run(executable, list(args), platform)
         result.run_seconds.append(time.perf_counter() - start)
         result.outputs = outputs
         if print_result and num_runs > 1:
@@ -90,6 +90,16 @@ def replay(source: str | Path | HloModule | HloInput, platform: str = "cpu", *, 
     if print_result and result.outputs:
         _print_outputs(result, loaded, out)
     return result
+
+
+def _run(executable: Any, args: list[Any], platform: str) -> list[Any]:
+    """One run: a module of several devices (a snapshot of a sharded ``jit`` holds the global
+    arguments) runs on all of them, its arguments split and its results put back together."""
+    if executable.module.device_count() <= 1:
+        return executable.execute(args)
+    from xla_teach.api import run_on_devices
+
+    return run_on_devices(executable.module, executable, args, platform)
 
 
 def _print_outputs(result: ReplayResult, loaded: HloInput, out: TextIO) -> None:
