@@ -179,6 +179,29 @@ module, _ = per_device_program(step, (whole, whole, batch, batch), np.zeros((16,
 print("collectives:", bytes_sent(module))
 
 # %% [markdown]
+# ## Keeping the data on the devices
+#
+# Above, every call cuts the global NumPy arrays into pieces and puts the results back together.
+# In a real loop the weights and the batch *stay* on the devices: `device_put` cuts once, and a
+# `jit` that gets such `ShardedArray`s takes their pieces as they are and leaves its results
+# split too. Each shard knows which device holds it and which part of the global array it is.
+
+# %%
+w1 = (np.random.default_rng(2).standard_normal((16, 32)) * 0.3).astype(np.float32)
+w2 = (np.random.default_rng(3).standard_normal((32, 4)) * 0.3).astype(np.float32)
+xs, ys = xla_teach.device_put((X, Y), batch)
+ws = xla_teach.device_put((w1, w2), whole)
+for shard in xs.addressable_shards:
+    print(shard.device, "holds rows", shard.index[0].start, "to", shard.index[0].stop)
+fast = xla_teach.jit(step)
+losses = []
+for _ in range(5):
+    value, *ws = fast(*ws, xs, ys)  # ShardedArrays in, ShardedArrays out
+    losses.append(round(float(value), 5))
+print("kept on the devices:", losses)
+print(type(ws[0]).__name__, ws[0].sharding)
+
+# %% [markdown]
 # ## Graded exercise: `sharding`
 #
 # This chapter prepares this exercise (docs/exercises.md). The cell copies the
