@@ -7,7 +7,8 @@
 # Steps (each with its own time limit, seconds, from GPU_CHECK_<STEP>_S):
 #   env        nvidia-smi, Python and package versions, ptxas and compute-sanitizer versions
 #   ptx        the GPU tests that need no device: every emitted PTX assembles with ptxas (pass anywhere)
-#   tests      the whole GPU test suite on the device (pytest -m gpu): every op case and sample
+#   tests      the whole GPU test suite on the device (pytest -m gpu): every op case and sample, and
+#              xla-teach explore on a fresh JAX GPU dump (kept as OUTDIR/xla_gpu_dump.tar.gz)
 #   memcheck   compute-sanitizer --tool memcheck over the suite's kernels (all but the random modules)
 #   racecheck  compute-sanitizer --tool racecheck over the kernels that use shared memory
 #   notebooks  the tutorial notebooks' GPU cells (their sources run as scripts)
@@ -42,6 +43,7 @@ else
   NO_DEVICE=0
 fi
 export PYTHONUNBUFFERED=1 MPLBACKEND=Agg XLA_PYTHON_CLIENT_PREALLOCATE=false
+export GPU_CHECK_OUTDIR="$OUTDIR"  # the XLA GPU dump test keeps its dump here (xla_gpu_dump.tar.gz)
 unset XLA_FLAGS
 JOBS=$(( $(nproc) > 8 ? 8 : $(nproc) ))
 XDIST=()

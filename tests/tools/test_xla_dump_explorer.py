@@ -188,3 +188,40 @@ def test_explore_dir_on_fresh_jax_dumps_of_a_training_step_and_a_sharded_program
     assert len(data.passes) > 10 and any(p["name"] == "fusion" for p in data.passes)
     partitioned = xla_dump_data(dump, sharded, graphs=False)
     assert any(p["name"] == "spmd-partitioning" or "spmd" in str(p["pipeline"]) for p in partitioned.passes)
+
+
+@pytest.mark.gpu
+def test_explore_dir_on_a_fresh_jax_gpu_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On a machine where JAX has a CUDA GPU: XLA's GPU dump (every pass) of the same training
+    step becomes pages that step through XLA's GPU passes, with XLA's optimized module and its
+    buffer assignment. ``scripts/gpu_check.sh`` sets GPU_CHECK_OUTDIR: the dump is kept there (a
+    tarball and a file list), for tests/data and for reading what a GPU dump holds."""
+    import os
+    import subprocess
+    import sys
+    import tarfile
+
+    jax = pytest.importorskip("jax")
+    try:
+        jax.devices("gpu")
+    except RuntimeError:
+        pytest.skip("JAX has no GPU here")
+    dump = tmp_path / "gpu_dump"
+    program = JAX_PROGRAM.split("mesh = jax.make_mesh")[0]  # one GPU: the training step alone
+    env = {**os.environ, "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_pass_re=.*", "JAX_PLATFORMS": "cuda"}
+    run = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    keep = os.environ.get("GPU_CHECK_OUTDIR")
+    if keep:
+        (Path(keep) / "xla_gpu_dump_files.txt").write_text("\n".join(
+            f"{p.stat().st_size:10d} {p.name}" for p in sorted(dump.iterdir())))
+        with tarfile.open(Path(keep) / "xla_gpu_dump.tar.gz", "w:gz") as tar:
+            tar.add(dump, arcname="gpu_dump")
+    assert main(["explore", str(dump)]) == 0
+    capsys.readouterr()
+    step = next(p for p in modules_with_pass_dumps(dump) if p.endswith("jit_step"))
+    assert (dump / f"{step}.xla.explorer.html").is_file()
+    data = xla_dump_data(dump, step, graphs=False)
+    assert len(data.passes) > 10
+    assert any("fusion" in p["name"] for p in data.passes)
+    assert any(f.name.startswith(step) and "gpu_after_optimizations" in f.name for f in dump.iterdir())
