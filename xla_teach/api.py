@@ -187,6 +187,9 @@ def _execute_over_mpi(module: HloModule, args: list[Any], backend: str, executab
     if processes != count:
         raise distributed.DistributedError(f"{module.name} runs on {count} devices, but mpiexec started {processes} "
                                            "processes (one per device)")
+    distributed.agree("global arguments", lambda: _digest_of_global(args), remember=(module, f"values|{shapes}"),
+                      hint="at the first run every process must pass the same global arrays; to feed each process "
+                           "its own data use make_array_from_process_local_data")
     devices = backend_info(backend).devices
     if devices == "simulated":
         def one(device: Any, pieces: list[np.ndarray]) -> list[np.ndarray]:
@@ -208,6 +211,17 @@ def _execute_over_mpi(module: HloModule, args: list[Any], backend: str, executab
     return run_global(module, args, run=lambda per_device: distributed.run_here(
         lambda device: one(device, per_device[device.index]), gather), only=distributed.process_index(),
         keep_split=keep_split)
+
+
+def _digest_of_global(args: list[Any]) -> str:
+    """A hash of the arguments every process passes whole (not the pieces each feeds itself)."""
+    from xla_teach.hlo.evaluator.devices import Pieces
+
+    digest = hashlib.sha256()
+    for a in args:
+        if not isinstance(a, Pieces):
+            digest.update(np.ascontiguousarray(a).view(np.uint8).reshape(-1).data)
+    return digest.hexdigest()
 
 
 def _debug_print(level: int, executable: Any) -> None:

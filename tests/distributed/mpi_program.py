@@ -9,6 +9,7 @@ data-parallel steps of an MLP (``jit`` with the batch split over the processes),
 losses; ``fail``: process 2 gets a wrong argument, and the run must stop instead of hanging;
 ``raise``: process 1 raises before any collective (a trace-time error), and every process must
 stop; ``mismatch``: process 3 passes global arrays of another shape, and every process must refuse;
+``other-data``: process 3 passes other values of the same shape, and every process must refuse;
 ``local``: the training fed by each process's own rows, the weights kept on the devices, and a
 result split over the processes gathered with ``process_allgather``;
 ``engine``: collectives MPI runs itself and ones it leaves to the interpreter, rank 0 saves the
@@ -201,9 +202,10 @@ def main(mode: str, backend: str, out: str) -> None:
         return
     if mode == "raise" and rank == 1:
         raise RuntimeError("process 1 fails before any collective")
-    if mode == "mismatch":
+    if mode in ("mismatch", "other-data"):
         data = np.load(DATA / "data_parallel.npz")
-        x = data["global_arg0"] if rank != 3 else data["global_arg0"][:8]
+        x = data["global_arg0"] if rank != 3 else data["global_arg0"][:8] if mode == "mismatch" else \
+            data["global_arg0"] + 1
         execute((DATA / "data_parallel.txt").read_text(), [x, data["global_arg1"]], backend=backend)
         return
     if mode in ("global", "raise"):

@@ -166,3 +166,12 @@ def test_processes_that_run_different_programs_refuse_together(tmp_path: Path) -
     run = _mpiexec("mismatch", "cpu", str(tmp_path / "out.npz"), timeout=120)
     assert run.returncode != 0
     assert "the processes are not running the same program: processes [0, 1, 2]; [3] differ" in run.stderr
+
+
+def test_processes_that_pass_different_global_values_refuse_together(tmp_path: Path) -> None:
+    """Same shapes, other values on process 3 (a different seed, say): at the first run every
+    process refuses, instead of training on data that differs per process."""
+    run = _mpiexec("other-data", "cpu", str(tmp_path / "out.npz"), timeout=120)
+    assert run.returncode != 0
+    assert "the processes are not running the same global arguments: processes [0, 1, 2]; [3] differ" in run.stderr
+    assert "make_array_from_process_local_data" in run.stderr

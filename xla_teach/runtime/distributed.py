@@ -84,7 +84,8 @@ def _abort_on_uncaught_errors(comm: Any) -> None:
     sys.excepthook = hook
 
 
-def agree(what: str, fingerprint: str | Callable[[], str], remember: tuple[Any, str] | None = None) -> None:
+def agree(what: str, fingerprint: str | Callable[[], str], remember: tuple[Any, str] | None = None,
+          hint: str = "the same program, mesh and argument shapes on every process") -> None:
     """Check that every process is about to run the same thing (``fingerprint``: a module's text
     and its arguments' shapes); if not, every process raises the same clear error naming which
     processes differ, instead of meeting in mismatched collectives. ``remember=(obj, detail)``:
@@ -102,7 +103,7 @@ def agree(what: str, fingerprint: str | Callable[[], str], remember: tuple[Any, 
             groups.setdefault(value, []).append(rank)
         raise DistributedError(f"the processes are not running the same {what}: processes "
                                + "; ".join(f"{ranks}" for ranks in groups.values())
-                               + " differ (the same program, mesh and argument shapes on every process)")
+                               + f" differ ({hint})")
     if remember is not None:
         agreed.setdefault(remember[0], set()).add(remember[1])
 
