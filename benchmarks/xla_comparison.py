@@ -3,11 +3,12 @@
     .venv/bin/pip install -e ".[bench]"
     .venv/bin/python benchmarks/xla_comparison.py [--quick] [--only NAME ...]
 
-Each program is written in JAX at a realistic size. XLA CPU runs ``jax.jit(f)``; xla_teach
-compiles the HLO text JAX lowers it to (``jax.jit(f).lower(*args).compiler_ir("hlo")``), the same
-input XLA gets. The results are checked against XLA's, then both are timed *interleaved* in this
-process (``paired_medians``), and the table shows XLA's time over xla_teach's (below 1: slower)
-and the temporary bytes each needs (xla_teach's buffer assignment; XLA's
+Each program is written in JAX at a realistic size; the last five are whole training steps of
+real models (``model_programs.py``: transformers of 2 and 8 blocks, a CNN, an LSTM, MLP-Mixer).
+XLA CPU runs ``jax.jit(f)``; xla_teach compiles the HLO text JAX lowers it to
+(``jax.jit(f).lower(*args).compiler_ir("hlo")``), the same input XLA gets. The results are
+checked against XLA's, then both are timed *interleaved* in this process (``paired_medians``),
+and the table shows XLA's time over xla_teach's (below 1: slower) and the temporary bytes each needs (xla_teach's buffer assignment; XLA's
 ``memory_analysis().temp_size_in_bytes``). The last line is the geometric mean of the ratios.
 """
 
@@ -27,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import header, paired_medians  # noqa: E402
+from model_programs import MODELS  # noqa: E402
 
 from xla_teach.api import compile_module  # noqa: E402
 
@@ -160,7 +162,8 @@ def _programs() -> list[Program]:
     names = [cumsum, conv, conv_grad_x, conv_grad_w, conv_strided, conv_nchw,
              top_k, gelu_erf, gelu_tanh, newton_sqrt, tiny_add, transpose_add, softmax, layer_norm,
              attention, batched_matmul, matmul, rnn_scan, mlp_step, maxpool, adam, segment_sum, sort]
-    return [Program(fn.__name__, fn) for fn in names]
+    # Whole training steps at the size of real models (model_programs.py).
+    return [Program(fn.__name__, fn) for fn in names] + [Program(name, make) for name, make in MODELS.items()]
 
 
 def _temp_bytes_xla(jitted: Any, args: list[np.ndarray]) -> int | None:
@@ -228,13 +231,14 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         executable = compile_module(text, "cpu")
         compile_s = time.perf_counter() - start
+        flat = jax.tree_util.tree_leaves(args)  # the ENTRY's parameters: the pytrees' leaves in order
         want = jax.tree_util.tree_leaves(jitted(*args))
-        got = executable.execute(list(args))
+        got = executable.execute(list(flat))
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=program.rtol, atol=1e-3,
                                        err_msg=f"{program.name}: xla_teach and XLA differ")
 
-        def ours(executable: Any = executable, args: list[np.ndarray] = args) -> None:
+        def ours(executable: Any = executable, args: list[np.ndarray] = flat) -> None:
             executable.execute(args)
 
         def theirs(jitted: Any = jitted, args: list[np.ndarray] = args) -> None:

@@ -325,14 +325,20 @@ def _host_support() -> tuple[str, int, int] | None:
 _lock = threading.Lock()
 
 
+def has_native_pool() -> bool:
+    """Whether kernels will be split by the native pool (without starting it)."""
+    return (_host_support() is not None and (os.cpu_count() or 1) >= 2
+            and not os.environ.get("XLA_TEACH_PYTHON_THREAD_POOL"))
+
+
 @functools.cache
 def _pool() -> NativePool | None:
-    support = _host_support()
-    cores = os.cpu_count() or 1
-    if support is None or cores < 2 or os.environ.get("XLA_TEACH_PYTHON_THREAD_POOL"):
+    if not has_native_pool():
         return None
+    support = _host_support()
+    assert support is not None
     with _lock:
-        return NativePool(*support, workers=cores - 1)
+        return NativePool(*support, workers=(os.cpu_count() or 1) - 1)
 
 
 def native_pool() -> NativePool | None:

@@ -75,6 +75,17 @@ CASES = [
      "3 gemms 40x50 @ 50x30"),
     ("column_major_lhs", "f32[96,64]{0,1}", "f32[64,80]", "f32[96,80]",
      "lhs_contracting_dims={1}, rhs_contracting_dims={0}", "A transposed in the call"),
+    # MLP-Mixer's token mixing (a dense layer applied along the middle dimension) and its gradients:
+    # the free dimensions of lhs split by the contracted one -- a loop of products, one per outer index
+    ("mixer_token_mixing", "f32[8,32,48]", "f32[32,40]", "f32[8,48,40]",
+     "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+     "8 gemms 48x32 @ 32x40 (looping over free dims of lhs [8]), A transposed in the call"),
+    # ... its weight gradient contracts {0, 2}, which memory does not hold together: products added up
+    ("mixer_weight_grad", "f32[8,32,48]", "f32[8,48,40]", "f32[32,40]",
+     "lhs_contracting_dims={0,2}, rhs_contracting_dims={0,1}",
+     "8 gemms 32x48 @ 48x40 (looping over contracted dims [8], 8 products added into each result)"),
+    ("free_dims_of_rhs_split", "f32[40,32]", "f32[6,32,24]", "f32[40,6,24]",
+     "lhs_contracting_dims={1}, rhs_contracting_dims={1}", "(looping over free dims of rhs [6])"),
 ]
 
 
@@ -100,15 +111,15 @@ def test_output_fusion_keeps_the_gemm_and_its_epilogue(name: str, lhs: str, rhs:
     assert_same(got, want, what=name)
 
 
-def test_dimensions_that_memory_does_not_hold_together_stay_elemental() -> None:
-    """Free dimensions split by the contracting one (``[m1, k, m2]``) fold into no single stride, and
-    a batch dimension in the result's minor-most place leaves C without contiguous rows."""
-    split = parse_hlo(dot_module("f32[16,64,16]", "f32[64,64]", "f32[16,16,64]",
-                                 "lhs_contracting_dims={1}, rhs_contracting_dims={0}")).entry.root
-    assert strided_gemm(split) is None
-    assert explain_dot_strategy(split)[0] == "elemental"
-    got, want = run_both(dot_module("f32[16,64,16]", "f32[64,64]", "f32[16,16,64]",
-                                    "lhs_contracting_dims={1}, rhs_contracting_dims={0}"), None, "cpu")
+def test_a_result_without_contiguous_rows_stays_elemental() -> None:
+    """A result whose rows and columns are both strided (its minor-most dimension a batch one) is no
+    matrix BLAS can write: the dot keeps its element loop."""
+    text = dot_module("f32[4,64,16]", "f32[4,16,64]", "f32[4,64,64]{0,2,1}",
+                      "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}")
+    odd = parse_hlo(text).entry.root
+    assert strided_gemm(odd) is None
+    assert explain_dot_strategy(odd)[0] == "elemental"
+    got, want = run_both(text, None, "cpu")
     assert_same(got, want)
 
 

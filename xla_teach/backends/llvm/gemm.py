@@ -9,6 +9,10 @@ tiled kernels and the CPU's emitted loops index the operands through that view.
 with a row and a column stride, several free or contracting dimensions fold into one when memory
 holds them one after the other, and batch dimensions may sit anywhere. That is how XLA's CPU runs
 ``x @ W`` on ``f32[8,128,256]`` activations as one ``1024x256 @ 256x1024`` product, with no copy.
+Dimensions that memory does not hold together become loops of gemms over the operands as they
+lie: an outer free dimension a loop of products (``[16, k, 256]`` contracting ``k``: 16 products of
+256 rows), an outer contracted one a loop that sums its products into the same result (a weight
+gradient contracting ``{0, 2}`` of ``[16, 64, 256]``: 16 products added up) -- never a copy.
 """
 
 from __future__ import annotations
@@ -86,6 +90,7 @@ class MatrixView:
     row_stride: int
     col_stride: int
     batch_strides: tuple[int, ...]
+    sum_strides: tuple[int, ...] = ()  # along the loops whose products are added up (A and B only)
 
     def blas_operand(self) -> tuple[bool, int] | None:
         """``(transposed, leading dimension)`` for a row-major BLAS call, or None when neither the
@@ -104,7 +109,12 @@ class StridedGemm:
     one when they are consecutive in memory, so ``f32[8,128,256] x f32[256,1024]`` (a dense layer on
     3-D activations) is one 1024x1024x256 product and its weight gradient, contracting ``{0,1}``, is
     one product with ``k = 1024``; batch dimensions may sit anywhere (attention's ``bqhd`` operands
-    are matrices with a row stride of ``h * d``)."""
+    are matrices with a row stride of ``h * d``).
+
+    ``batch_sizes`` are the loops of separate products: the batch dimensions, then free
+    dimensions that do not fold into the rows or columns (an operand that lacks one has stride 0
+    along it); ``sum_sizes`` the contracted dimensions that do not fold into ``k``, whose products
+    are added into the same result."""
 
     batch_sizes: tuple[int, ...]
     m: int
@@ -119,10 +129,16 @@ class StridedGemm:
     ldb: int
     ldc: int
     collapsed: tuple[str, ...]  # what was folded, for the dot's note ("rows of lhs [8,128]", ...)
+    sum_sizes: tuple[int, ...] = ()
+    looped: tuple[str, ...] = ()  # dimensions that became loops, for the note
 
     @property
     def batch(self) -> int:
         return math.prod(self.batch_sizes)
+
+    @property
+    def summed(self) -> int:
+        return math.prod(self.sum_sizes)
 
 
 def element_strides(shape: Shape) -> list[int]:
@@ -147,30 +163,51 @@ def _collapse(shape: Shape, strides: list[int], dims: list[int]) -> tuple[int, i
     return size, strides[real[-1]]
 
 
+def _fold_inner(pairs: list[tuple[Shape, list[int], list[int]]]) -> int:
+    """How many outer dimensions must become loops so that the rest of each ``(shape, strides,
+    dims)`` folds into one stride: the first ``k`` for which every ``dims[k:]`` does."""
+    count = len(pairs[0][2])
+    return next(k for k in range(count + 1) if all(_collapse(s, st, d[k:]) is not None for s, st, d in pairs))
+
+
 def strided_gemm(dot: HloInstruction) -> StridedGemm | None:
-    """The dot as strided GEMMs (see :class:`StridedGemm`), or None when some group of its
-    dimensions is not one stride in memory or no matrix has a contiguous row or column."""
+    """The dot as strided GEMMs (see :class:`StridedGemm`), or None when no matrix view of some
+    operand has a contiguous row or column."""
     lhs, rhs, out = dot.operand(0).shape, dot.operand(1).shape, dot.shape
     lb, lc, lf, rb, rc, rf = dot_index_maps(dot)
     ls, rs, os = element_strides(lhs), element_strides(rhs), element_strides(out)
     nb = len(lb)
     out_m = list(range(nb, nb + len(lf)))
     out_n = list(range(nb + len(lf), out.rank))
-    groups = [_collapse(lhs, ls, lf), _collapse(lhs, ls, lc), _collapse(rhs, rs, rc), _collapse(rhs, rs, rf),
-              _collapse(out, os, out_m), _collapse(out, os, out_n)]
-    if any(g is None for g in groups):
-        return None
-    (m, a_rs), (k, a_cs), (_, b_rs), (n, b_cs), (_, c_rs), (_, c_cs) = groups  # type: ignore[misc]
-    a = MatrixView(m, k, a_rs, a_cs, tuple(ls[d] for d in lb))
-    b = MatrixView(k, n, b_rs, b_cs, tuple(rs[d] for d in rb))
-    c = MatrixView(m, n, c_rs, c_cs, tuple(os[d] for d in range(nb)))
+    # The outer dimensions of each group that memory does not hold with the rest become loops.
+    km = _fold_inner([(lhs, ls, lf), (out, os, out_m)])
+    kn = _fold_inner([(rhs, rs, rf), (out, os, out_n)])
+    kk = _fold_inner([(lhs, ls, lc), (rhs, rs, rc)])
+    m, a_rs = _collapse(lhs, ls, lf[km:])  # type: ignore[misc]
+    k, a_cs = _collapse(lhs, ls, lc[kk:])  # type: ignore[misc]
+    _, b_rs = _collapse(rhs, rs, rc[kk:])  # type: ignore[misc]
+    n, b_cs = _collapse(rhs, rs, rf[kn:])  # type: ignore[misc]
+    _, c_rs = _collapse(out, os, out_m[km:])  # type: ignore[misc]
+    _, c_cs = _collapse(out, os, out_n[kn:])  # type: ignore[misc]
+    # Loops of separate products: batch dimensions, then outer free dimensions of each side.
+    batch_sizes = [lhs.dimensions[d] for d in lb] + [lhs.dimensions[d] for d in lf[:km]] + \
+        [rhs.dimensions[d] for d in rf[:kn]]
+    a_batch = [ls[d] for d in lb] + [ls[d] for d in lf[:km]] + [0] * kn
+    b_batch = [rs[d] for d in rb] + [0] * km + [rs[d] for d in rf[:kn]]
+    c_batch = [os[d] for d in range(nb)] + [os[d] for d in out_m[:km]] + [os[d] for d in out_n[:kn]]
+    a = MatrixView(m, k, a_rs, a_cs, tuple(a_batch), tuple(ls[d] for d in lc[:kk]))
+    b = MatrixView(k, n, b_rs, b_cs, tuple(b_batch), tuple(rs[d] for d in rc[:kk]))
+    c = MatrixView(m, n, c_rs, c_cs, tuple(c_batch))
     a_op, b_op, c_op = a.blas_operand(), b.blas_operand(), c.blas_operand()
     if a_op is None or b_op is None or c_op is None or c_op[0]:
         return None
     collapsed = []
-    for what, shape, dims in (("rows of lhs", lhs, lf), ("contracted dims of lhs", lhs, lc),
-                              ("columns of rhs", rhs, rf)):
+    for what, shape, dims in (("rows of lhs", lhs, lf[km:]), ("contracted dims of lhs", lhs, lc[kk:]),
+                              ("columns of rhs", rhs, rf[kn:])):
         if len([d for d in dims if shape.dimensions[d] != 1]) > 1:
             collapsed.append(f"{what} {list(shape.dimensions[d] for d in dims)}")
-    return StridedGemm(tuple(lhs.dimensions[d] for d in lb), m, n, k, a, b, c, a_op[0], b_op[0], a_op[1], b_op[1],
-                       c_op[1], tuple(collapsed))
+    looped = [f"{what} {list(shape.dimensions[d] for d in dims)}" for what, shape, dims in (
+        ("free dims of lhs", lhs, lf[:km]), ("free dims of rhs", rhs, rf[:kn]),
+        ("contracted dims", lhs, lc[:kk])) if dims]
+    return StridedGemm(tuple(batch_sizes), m, n, k, a, b, c, a_op[0], b_op[0], a_op[1], b_op[1], c_op[1],
+                       tuple(collapsed), tuple(lhs.dimensions[d] for d in lc[:kk]), tuple(looped))

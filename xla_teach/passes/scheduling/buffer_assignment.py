@@ -196,7 +196,10 @@ def assign_buffers(comp: HloComputation, loop_body: bool = False, loops_in_place
     live = {v.id: [position[v.instruction.unique_id], position[v.instruction.unique_id]] for v in ba.values}
     for instr in order:
         for op in instr.operands:
-            for idx in op.shape.leaf_indices():
+            leaves = op.shape.leaf_indices()
+            if instr.opcode == "get-tuple-element":  # it names one element: the others are not read here
+                leaves = [idx for idx in leaves if idx[:1] == (instr.tuple_index,)]
+            for idx in leaves:
                 live[ba.value(op, idx).id][1] = max(live[ba.value(op, idx).id][1], position[instr.unique_id])
     root_values = [ba.value(comp.root, idx) for idx in comp.root.shape.leaf_indices()]
     for v in root_values:

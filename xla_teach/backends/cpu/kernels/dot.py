@@ -85,9 +85,13 @@ def explain_dot_strategy(dot: HloInstruction) -> tuple[str, str]:
 def _describe_gemm(view: StridedGemm) -> str:
     """``"one gemm 1024x256 @ 256x1024 (rows of lhs [8,128] folded by layout), B transposed in the call"``."""
     product = f"{view.m}x{view.k} @ {view.k}x{view.n}"
-    text = f"{view.batch} gemms {product}" if view.batch_sizes else f"one gemm {product}"
+    calls = view.batch * view.summed
+    text = f"{calls} gemms {product}" if calls > 1 or view.batch_sizes else f"one gemm {product}"
     if view.collapsed:
         text += f" ({'; '.join(view.collapsed)} folded by layout)"
+    if view.looped:
+        text += f" (looping over {'; '.join(view.looped)}" + (
+            f", {view.summed} products added into each result" if view.sum_sizes else "") + ")"
     transposed = [name for name, t in (("A", view.trans_a), ("B", view.trans_b)) if t]
     if transposed:
         text += f", {' and '.join(transposed)} transposed in the call"
@@ -155,7 +159,7 @@ def _emit_blas(ctx: KernelContext, dot: HloInstruction, view: StridedGemm, out: 
     is_double = dot.shape.element_type is PrimitiveType.F64
     fty = F64 if is_double else F32
     a_ptr, b_ptr = _operand_pointer(ctx, dot, 0), _operand_pointer(ctx, dot, 1)
-    flops = view.batch * view.m * view.n * view.k
+    flops = view.batch * view.summed * view.m * view.n * view.k
     if flops == 0:
         _zero_fill(ctx, out)
         return 1, 1
@@ -164,8 +168,17 @@ def _emit_blas(ctx: KernelContext, dot: HloInstruction, view: StridedGemm, out: 
         return b.gep(base, [offset], inbounds=True, source_etype=fty)
 
     def gemm(rows: ir.Value, a: ir.Value, bm: ir.Value, c: ir.Value) -> None:
-        call_gemm(b, is_double, rows, i64(view.n), i64(view.k), a, i64(view.lda), bm, i64(view.ldb), c,
-                  i64(view.ldc), trans_a=view.trans_a, trans_b=view.trans_b)
+        if not view.sum_sizes:
+            call_gemm(b, is_double, rows, i64(view.n), i64(view.k), a, i64(view.lda), bm, i64(view.ldb), c,
+                      i64(view.ldc), trans_a=view.trans_a, trans_b=view.trans_b)
+        else:  # contracted dimensions memory does not fold into k: add the products up (beta 1 after the first)
+            with for_range(b, i64(view.summed), "sum") as si:
+                where = unflatten(b, si, list(view.sum_sizes))
+                beta = b.select(b.icmp_signed("==", si, i64(0)), ir.Constant(fty, 0.0), ir.Constant(fty, 1.0))
+                call_gemm(b, is_double, rows, i64(view.n), i64(view.k),
+                          element(a, _offset(b, where, view.a.sum_strides)), i64(view.lda),
+                          element(bm, _offset(b, where, view.b.sum_strides)), i64(view.ldb), c, i64(view.ldc),
+                          trans_a=view.trans_a, trans_b=view.trans_b, beta=beta)
         _flush_rows(b, c, rows, view.n, view.ldc, fty)
 
     begin, end = ctx.kb.begin, ctx.kb.end
@@ -178,20 +191,24 @@ def _emit_blas(ctx: KernelContext, dot: HloInstruction, view: StridedGemm, out: 
         return view.m, choose_gemm_partitions(view.m, flops)
     with for_range(b, end, "batch", begin) as bi:
         index = unflatten(b, bi, list(view.batch_sizes))
-
-        def offset(strides: tuple[int, ...]) -> ir.Value:
-            total: ir.Value = i64(0)
-            for i, stride in zip(index, strides, strict=True):
-                total = b.add(total, b.mul(i, i64(stride)))
-            return total
-
-        gemm(i64(view.m), element(a_ptr, offset(view.a.batch_strides)),
-             element(b_ptr, offset(view.b.batch_strides)), element(out.base, offset(view.c.batch_strides)))
+        gemm(i64(view.m), element(a_ptr, _offset(b, index, view.a.batch_strides)),
+             element(b_ptr, _offset(b, index, view.b.batch_strides)),
+             element(out.base, _offset(b, index, view.c.batch_strides)))
     if epilogue is not None:  # an epilogue over whole batches: one partition
         root = ctx.hero()
         for_each_index(b, out.shape, lambda index: out.store(b, epilogue.value_at(root, index), index), "epilogue")
         return view.batch, 1
     return view.batch, choose_gemm_partitions(view.batch, flops)
+
+
+def _offset(b: ir.IRBuilder, index: list[ir.Value], strides: tuple[int, ...]) -> ir.Value:
+    """Elements from the base to ``index`` along dimensions of ``strides`` (a stride 0 for a
+    dimension the operand does not have)."""
+    total: ir.Value = i64(0)
+    for i, stride in zip(index, strides, strict=True):
+        if stride:
+            total = b.add(total, b.mul(i, i64(stride)))
+    return total
 
 
 def _flush_rows(b: ir.IRBuilder, c: ir.Value, rows: ir.Value, n: int, ldc: int, fty: ir.Type) -> None:
@@ -223,9 +240,9 @@ def _run_epilogue_rows(ctx: KernelContext, dot: HloInstruction, out: IrArray, ep
 
 def call_gemm(b: ir.IRBuilder, is_double: bool, m: ir.Value, n: ir.Value, k: ir.Value, a: ir.Value, lda: ir.Value,
               bmat: ir.Value, ldb: ir.Value, c: ir.Value, ldc: ir.Value, *, trans_a: bool = False,
-              trans_b: bool = False) -> None:
-    """Emit ``C = op(A) @ op(B)`` as one row-major ``cblas_sgemm``/``cblas_dgemm`` call (sizes and
-    leading dimensions are i64 values; alpha 1, beta 0)."""
+              trans_b: bool = False, beta: ir.Value | None = None) -> None:
+    """Emit ``C = op(A) @ op(B) + beta C`` as one row-major ``cblas_sgemm``/``cblas_dgemm`` call
+    (sizes and leading dimensions are i64 values; alpha 1, beta 0 unless given)."""
     blas = find_blas()
     assert blas is not None
     fty = F64 if is_double else F32
@@ -239,7 +256,8 @@ def call_gemm(b: ir.IRBuilder, is_double: bool, m: ir.Value, n: ir.Value, k: ir.
 
     b.call(fn, [ir.Constant(I32, CBLAS_ROW_MAJOR), ir.Constant(I32, CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
                 ir.Constant(I32, CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), size(m), size(n), size(k),
-                ir.Constant(fty, 1.0), a, size(lda), bmat, size(ldb), ir.Constant(fty, 0.0), c, size(ldc)])
+                ir.Constant(fty, 1.0), a, size(lda), bmat, size(ldb), beta if beta is not None else
+                ir.Constant(fty, 0.0), c, size(ldc)])
 
 
 def flush_denormals(b: ir.IRBuilder, base: ir.Value, count: ir.Value, fty: ir.Type) -> None:
