@@ -9,7 +9,8 @@ XLA CPU runs ``jax.jit(f)``; xla_teach compiles the HLO text JAX lowers it to
 (``jax.jit(f).lower(*args).compiler_ir("hlo")``), the same input XLA gets. The results are
 checked against XLA's, then both are timed *interleaved* in this process (``paired_medians``),
 and the table shows XLA's time over xla_teach's (below 1: slower) and the temporary bytes each
-needs (xla_teach's buffer assignment; XLA's ``memory_analysis().temp_size_in_bytes``). The last line is the geometric mean of the ratios.
+needs (xla_teach's buffer assignment; XLA's ``memory_analysis().temp_size_in_bytes``). The last
+line is the geometric mean of the ratios.
 """
 
 from __future__ import annotations
