@@ -84,6 +84,9 @@ CASES = [
     ("mixer_weight_grad", "f32[8,32,48]", "f32[8,48,40]", "f32[32,40]",
      "lhs_contracting_dims={0,2}, rhs_contracting_dims={0,1}",
      "8 gemms 32x48 @ 48x40 (looping over contracted dims [8], 8 products added into each result)"),
+    # an RNN step's gates: 32 rows, 1024 columns -- the threads split the columns (B^T read in parts)
+    ("few_rows_many_columns", "f32[32,256]", "f32[1024,256]", "f32[32,1024]",
+     "lhs_contracting_dims={1}, rhs_contracting_dims={1}", "one gemm 32x256 @ 256x1024, B transposed in the call"),
     ("free_dims_of_rhs_split", "f32[40,32]", "f32[6,32,24]", "f32[40,6,24]",
      "lhs_contracting_dims={1}, rhs_contracting_dims={1}", "(looping over free dims of rhs [6])"),
 ]

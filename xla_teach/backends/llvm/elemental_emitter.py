@@ -345,8 +345,15 @@ class ElementalEmitter:
 
     @generates("concatenate")
     def _gen_concatenate(self, instr: HloInstruction) -> Generator:
+        """Each element comes from one operand. When the operands are loads, every one is read
+        and a ``select`` keeps the right value (straight-line code that vectorizes); when some
+        operand is an expression -- the four gate gradients of an LSTM, fused -- a branch on the
+        position computes only the operand it falls in, not all of them."""
         dim = instr.dimensions[0]
         b = self.b
+        owners = [op for op in instr.operands if op.shape.element_count() != 0]
+        if len(owners) > 1 and any(op.opcode not in ("parameter", "constant") for op in owners):
+            return self._concatenate_by_branches(instr)
 
         def gen(index: IrIndex) -> ir.Value:
             result = None
@@ -367,6 +374,44 @@ class ElementalEmitter:
                 offset += size
             assert result is not None
             return result
+
+        return gen
+
+    def _concatenate_by_branches(self, instr: HloInstruction) -> Generator:
+        dim = instr.dimensions[0]
+        b = self.b
+        spans = []  # (operand, offset) of the operands that own output positions
+        offset = 0
+        for operand in instr.operands:
+            if operand.shape.element_count() != 0:
+                spans.append((operand, offset))
+            offset += operand.shape.dimensions[dim]
+
+        def gen(index: IrIndex) -> ir.Value:
+            position = index.dims[dim]
+            merge = b.append_basic_block(f"{instr.name}.merge")
+            incoming = []
+            for k, (operand, start) in enumerate(spans):
+                last = k == len(spans) - 1
+                if not last:
+                    inside = b.append_basic_block(f"{instr.name}.part{k}")
+                    after = b.append_basic_block(f"{instr.name}.after{k}")
+                    end = start + operand.shape.dimensions[dim]
+                    b.cbranch(b.icmp_signed("<", position, i64(end)), inside, after)
+                    b.position_at_end(inside)
+                source = list(index.dims)
+                # clamped all the same: the last part also takes positions past the end, never read
+                source[dim] = clamp_index(b, b.sub(position, i64(start)), operand.shape.dimensions[dim])
+                value = self.value_at(operand, IrIndex(tuple(source), operand.shape))
+                incoming.append((value, b.block))
+                b.branch(merge)
+                if not last:
+                    b.position_at_end(after)
+            b.position_at_end(merge)
+            phi = b.phi(incoming[0][0].type)
+            for value, block in incoming:
+                phi.add_incoming(value, block)
+            return phi
 
         return gen
 

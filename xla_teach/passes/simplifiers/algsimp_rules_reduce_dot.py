@@ -127,8 +127,15 @@ def transpose_of_dot(instr: HloInstruction) -> HloInstruction | None:
     dot = instr.operand(0)
     if (dot.opcode != "dot" or len(dot.users) != 1 or tuple(instr.dimensions) != (1, 0)
             or dot.attr("lhs_batch_dims") or dot.attr("rhs_batch_dims") or dot.shape.rank != 2
-            or not instr.shape.has_default_layout() or not dot.shape.has_default_layout()):
-        return None  # (a transpose into another layout is a bitcast: nothing to save)
+            or not dot.shape.has_default_layout()):
+        return None
+    if not instr.shape.has_default_layout() and (instr.is_root() or any(
+            u.opcode == "bitcast" for u in instr.users)):
+        return None  # a transpose into another layout that something reads as bytes: nothing to save
+    # JAX writes weight gradients as ``add(acc, transpose(dot))`` with the transpose in the {0,1}
+    # layout: a bitcast of the product for the transpose, but then the add reads it across
+    # layouts -- the transposing copy happens there. The swapped dot, in the default layout,
+    # gives the add an operand laid out as it is.
     lhs, rhs = dot.operands
     attrs = {k: v for k, v in dot.attrs.items() if k not in ("backend_config",)}
     attrs["lhs_contracting_dims"], attrs["rhs_contracting_dims"] = (dot.attr("rhs_contracting_dims"),
@@ -137,6 +144,7 @@ def transpose_of_dot(instr: HloInstruction) -> HloInstruction | None:
         attrs["operand_precision"] = tuple(reversed(attrs["operand_precision"]))
     comp = instr.parent
     assert comp is not None
+    instr.shape = instr.shape.without_layout()  # what replaces it keeps its layout: the default one
     swapped = add_instruction(comp, "dot", [rhs, lhs], attrs, shape=instr.shape)
     swapped.metadata = dot.metadata  # the product's source line, which the explorer shows
     swapped.sharding = instr.sharding

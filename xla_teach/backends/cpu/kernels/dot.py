@@ -48,6 +48,7 @@ from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.types import PrimitiveType
 
 BLAS_MIN_FLOPS = 48**3  # below this, emitted loops beat the call overhead
+SPLIT_COLUMNS_BELOW_ROWS = 64  # a product with fewer rows (and more columns) is split by columns
 TILE_I, TILE_J, TILE_K = 8, 256, 128  # loop tiles: a TILE_K x TILE_J block of B is 128 KiB in f32
 
 
@@ -167,21 +168,28 @@ def _emit_blas(ctx: KernelContext, dot: HloInstruction, view: StridedGemm, out: 
     def element(base: ir.Value, offset: ir.Value) -> ir.Value:
         return b.gep(base, [offset], inbounds=True, source_etype=fty)
 
-    def gemm(rows: ir.Value, a: ir.Value, bm: ir.Value, c: ir.Value) -> None:
+    def gemm(rows: ir.Value, a: ir.Value, bm: ir.Value, c: ir.Value, cols: ir.Value | None = None) -> None:
+        cols = cols if cols is not None else i64(view.n)
         if not view.sum_sizes:
-            call_gemm(b, is_double, rows, i64(view.n), i64(view.k), a, i64(view.lda), bm, i64(view.ldb), c,
+            call_gemm(b, is_double, rows, cols, i64(view.k), a, i64(view.lda), bm, i64(view.ldb), c,
                       i64(view.ldc), trans_a=view.trans_a, trans_b=view.trans_b)
         else:  # contracted dimensions memory does not fold into k: add the products up (beta 1 after the first)
             with for_range(b, i64(view.summed), "sum") as si:
                 where = unflatten(b, si, list(view.sum_sizes))
                 beta = b.select(b.icmp_signed("==", si, i64(0)), ir.Constant(fty, 0.0), ir.Constant(fty, 1.0))
-                call_gemm(b, is_double, rows, i64(view.n), i64(view.k),
+                call_gemm(b, is_double, rows, cols, i64(view.k),
                           element(a, _offset(b, where, view.a.sum_strides)), i64(view.lda),
                           element(bm, _offset(b, where, view.b.sum_strides)), i64(view.ldb), c, i64(view.ldc),
                           trans_a=view.trans_a, trans_b=view.trans_b, beta=beta)
-        _flush_rows(b, c, rows, view.n, view.ldc, fty)
+        _flush_rows(b, c, rows, cols, view.ldc, fty)
 
     begin, end = ctx.kb.begin, ctx.kb.end
+    if not view.batch_sizes and epilogue is None and view.m < SPLIT_COLUMNS_BELOW_ROWS <= view.n:
+        # Few rows, many columns (an RNN step's 32 x 1024 gates): the threads split the columns, so
+        # each reads only its part of B -- splitting 32 rows would have both read all of it.
+        gemm(i64(view.m), a_ptr, element(b_ptr, b.mul(begin, i64(view.b.col_stride))),
+             element(out.base, b.mul(begin, i64(view.c.col_stride))), cols=b.sub(end, begin))
+        return view.n, choose_gemm_partitions(view.n // 64, flops)
     if not view.batch_sizes:
         # Rows begin .. end of op(A) and of C (of a transposed A they are its columns).
         gemm(b.sub(end, begin), element(a_ptr, b.mul(begin, i64(view.a.row_stride))), b_ptr,
@@ -211,15 +219,15 @@ def _offset(b: ir.IRBuilder, index: list[ir.Value], strides: tuple[int, ...]) ->
     return total
 
 
-def _flush_rows(b: ir.IRBuilder, c: ir.Value, rows: ir.Value, n: int, ldc: int, fty: ir.Type) -> None:
+def _flush_rows(b: ir.IRBuilder, c: ir.Value, rows: ir.Value, n: ir.Value, ldc: int, fty: ir.Type) -> None:
     """Flush the denormals of the ``rows x n`` product just written at ``c``: one run of
     ``rows * n`` floats when its rows are adjacent, else row by row (never the gaps between rows,
     which may be another thread's results)."""
-    if ldc == n:
-        flush_denormals(b, c, b.mul(rows, i64(n)), fty)
+    if isinstance(n, ir.Constant) and n.constant == ldc:
+        flush_denormals(b, c, b.mul(rows, n), fty)
         return
     with for_range(b, rows, "flush_row") as r:
-        flush_denormals(b, b.gep(c, [b.mul(r, i64(ldc))], inbounds=True, source_etype=fty), i64(n), fty)
+        flush_denormals(b, b.gep(c, [b.mul(r, i64(ldc))], inbounds=True, source_etype=fty), n, fty)
 
 
 def _run_epilogue_rows(ctx: KernelContext, dot: HloInstruction, out: IrArray, epilogue: ElementalEmitter,
