@@ -14,8 +14,10 @@ and the body are nothing but kernels, the loop binds everything once and then ru
 
 (The copies are for state elements buffer assignment could not update in place -- a loop
 counter the body still reads after computing the next one; XLA's copy insertion adds the same
-copies.) Anything else -- host calls inside, tuples or tokens in the state, non-default layouts,
-a profiler that wants each kernel's time -- takes the general path of ``WhileThunk``.
+copies.) That loop itself runs natively (:mod:`~xla_teach.runtime.native_loop`): one call from
+Python for the whole loop, kernels split over the native pool as usual. Anything else -- host
+calls inside, tuples or tokens in the state, non-default layouts, a profiler that wants each
+kernel's time -- takes the general path of ``WhileThunk``.
 """
 
 from __future__ import annotations
@@ -79,6 +81,9 @@ def run_fixed_loop(condition: SequenceExecutable, body: SequenceExecutable,
     (pred_slice, pred_shape), = condition.outputs
     pred = cond_buffers.array(pred_slice, pred_shape) if pred_slice.allocation.kind != "constant" else \
         logical_view(condition.constants[pred_slice.allocation.index], pred_shape)
+    native = _run_natively(condition, cond_buffers, body, body_buffers, pred, copies)
+    if native is not None:
+        return state, native
     cond_kernels, body_kernels = _runners(condition, cond_buffers), _runners(body, body_buffers)
     trips = 0
     while True:
@@ -91,3 +96,25 @@ def run_fixed_loop(condition: SequenceExecutable, body: SequenceExecutable,
         for target, source in copies:
             np.copyto(target, source)
         trips += 1
+
+
+def _run_natively(condition: SequenceExecutable, cond_buffers: RunBuffers, body: SequenceExecutable,
+                  body_buffers: RunBuffers, pred: np.ndarray,
+                  copies: list[tuple[np.ndarray, np.ndarray]]) -> int | None:
+    """The loop as one native call (``runtime/native_loop.py``): its trip count, or None where
+    kernels are split over Python threads (no native pool) and the loop stays in Python."""
+    from xla_teach.runtime import native_loop
+    from xla_teach.runtime.native_pool import native_pool
+
+    cond_steps = [t.fixed_step(cond_buffers) for t in condition.thunks]  # type: ignore[attr-defined]
+    body_steps = [t.fixed_step(body_buffers) for t in body.thunks]  # type: ignore[attr-defined]
+    pool = native_pool()
+    if pool is None and any(parts > 1 for *_, parts in cond_steps + body_steps):
+        return None
+    if pred.dtype.itemsize != 1 or not pred.flags.c_contiguous:
+        return None
+    copy_table = native_loop.copies([(target.ctypes.data, source.ctypes.data, target.nbytes)
+                                     for target, source in copies])
+    return native_loop.run_loop(native_loop.steps(cond_steps), len(cond_steps), pred.ctypes.data,
+                                native_loop.steps(body_steps), len(body_steps), copy_table, len(copies),
+                                pool.parallel_for_address if pool is not None else 0)

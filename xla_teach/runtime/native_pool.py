@@ -295,7 +295,8 @@ class NativePool:
         self.ir = text
         self._engine = llvm.create_mcjit_compiler(module, machine)
         self._engine.finalize_object()
-        self.parallel_for = PARALLEL_FOR(self._engine.get_function_address("xla_teach_parallel_for"))
+        self.parallel_for_address = self._engine.get_function_address("xla_teach_parallel_for")
+        self.parallel_for = PARALLEL_FOR(self.parallel_for_address)
         self._timed = PARALLEL_FOR_TIMED(self._engine.get_function_address("xla_teach_parallel_for_timed"))
         worker = _WORKER(self._engine.get_function_address("xla_teach_pool_worker"))
         self.workers = workers

@@ -175,6 +175,15 @@ class KernelThunk(Thunk):
             return lambda: fn(args, 0, outer)
         return lambda: self._split(args)
 
+    def fixed_step(self, buffers: RunBuffers) -> tuple[int, ctypes.Array, int, int]:
+        """``(kernel address, buffer table filled once, outer size, parts)`` for a native loop
+        (``runtime/native_loop.py``); parts 1 runs it whole on the calling thread."""
+        args = (ctypes.c_void_p * max(len(self.slices), 1))()
+        for i, s in enumerate(self.slices):
+            args[i] = buffers.address(s)
+        parts = 1 if self.partitions <= 1 or self.outer_size < 2 else min(self.partitions, self.outer_size)
+        return self.address, args, self.outer_size, parts
+
     def _call(self, args: ctypes.Array, buffers: RunBuffers) -> None:
         for i, s in enumerate(self.slices):
             args[i] = buffers.address(s)
