@@ -184,6 +184,10 @@ class KernelThunk(Thunk):
         parts = 1 if self.partitions <= 1 or self.outer_size < 2 else min(self.partitions, self.outer_size)
         return self.address, args, self.outer_size, parts
 
+    def run_table(self, args: ctypes.Array) -> None:
+        """Run the kernel on a buffer table already filled (split over threads as decided)."""
+        self._split(args)
+
     def _call(self, args: ctypes.Array, buffers: RunBuffers) -> None:
         for i, s in enumerate(self.slices):
             args[i] = buffers.address(s)
