@@ -41,8 +41,9 @@ def test_a_dropped_result_gives_its_block_back() -> None:
 
 def test_small_blocks_and_the_cache_limit() -> None:
     pool = OutputPool()
-    small = pool.take(64)
-    assert small.nbytes == 64 and small.base is not None
+    small = pool.take(64)  # below 4 KiB: a plain NumPy array, with NumPy's 16-byte alignment
+    assert small.nbytes == 64 and small.flags.writeable and small.ctypes.data % 16 == 0
+    assert pool.take(8192).ctypes.data % 64 == 0  # larger ones start on a cache line
     pool.MAX_CACHED_BYTES = 3 << 20
     blocks = [pool.take(2 << 20) for _ in range(2)]
     del blocks

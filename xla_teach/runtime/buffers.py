@@ -25,6 +25,7 @@ from xla_teach.hlo.shape import Shape
 from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, BufferSlice
 
 ALIGNMENT = 64
+SMALL_BYTES = 4096  # outputs below this are not worth aligning to a cache line
 
 
 def aligned_empty(nbytes: int, alignment: int = ALIGNMENT) -> np.ndarray:
@@ -64,6 +65,8 @@ class OutputPool:
 
     def take(self, nbytes: int) -> np.ndarray:
         """A writable uint8 array of ``nbytes`` (recycled when possible)."""
+        if nbytes < SMALL_BYTES:  # NumPy's own 16-byte alignment is enough here, and cheaper
+            return np.empty(nbytes, np.uint8)
         if nbytes < self.MIN_BYTES:
             return aligned_empty(nbytes)
         with self._lock:

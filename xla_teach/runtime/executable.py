@@ -360,8 +360,7 @@ class _FastPlan:
             addresses[slot] = _address(array)
         blocks = []
         for slot, size in self.outputs:
-            # a small output needs no 64-byte alignment (NumPy's 16 bytes do): a plain np.empty
-            block = np.empty(size, np.uint8) if size < SMALL_OUTPUT_BYTES else OUTPUT_POOL.take(size)
+            block = OUTPUT_POOL.take(size)
             blocks.append(block)
             addresses[slot] = _address(block)
         for run_table, args, patches in self.kernels:
@@ -371,8 +370,6 @@ class _FastPlan:
         return [blocks[k][offset:offset + size].view(dtype).reshape(dims)
                 for k, offset, size, dtype, dims in self.results]
 
-
-SMALL_OUTPUT_BYTES = 4096
 
 
 def _address(array: np.ndarray) -> int:

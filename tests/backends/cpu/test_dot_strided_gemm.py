@@ -149,3 +149,70 @@ def test_every_dot_of_a_jax_gpt_training_step_is_a_blas_call() -> None:
     assert len(dots) == 21
     assert all('"dot_strategy":"blas"' in d.backend_config for d in dots), [d.backend_config for d in dots]
     assert_same(executable.execute(args), want, what="gpt_step")
+
+
+ACCUMULATE = """HloModule accumulate
+cond {
+  s = (s32[], f32[64,96], f32[8,32,64], f32[8,32,96]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(8)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[64,96], f32[8,32,64], f32[8,32,96]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  acc = f32[64,96] get-tuple-element(s), index=1
+  xs = f32[8,32,64] get-tuple-element(s), index=2
+  gs = f32[8,32,96] get-tuple-element(s), index=3
+  zero = s32[] constant(0)
+  x1 = f32[1,32,64] dynamic-slice(xs, i, zero, zero), dynamic_slice_sizes={1,32,64}
+  x = f32[32,64] reshape(x1)
+  g1 = f32[1,32,96] dynamic-slice(gs, i, zero, zero), dynamic_slice_sizes={1,32,96}
+  g = f32[32,96] reshape(g1)
+  d = f32[64,96] dot(x, g), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  sum = f32[64,96] add(acc, d)
+  ROOT t = (s32[], f32[64,96], f32[8,32,64], f32[8,32,96]) tuple(next, sum, xs, gs)
+}
+ENTRY main {
+  acc = f32[64,96] parameter(0)
+  xs = f32[8,32,64] parameter(1)
+  gs = f32[8,32,96] parameter(2)
+  zero = s32[] constant(0)
+  init = (s32[], f32[64,96], f32[8,32,64], f32[8,32,96]) tuple(zero, acc, xs, gs)
+  w = (s32[], f32[64,96], f32[8,32,64], f32[8,32,96]) while(init), condition=cond, body=body
+  ROOT r = f32[64,96] get-tuple-element(w), index=1
+}
+"""
+
+
+def test_a_gradient_added_to_its_accumulator_is_one_gemm_with_beta_one_in_place() -> None:
+    """``acc + x^T g`` in a loop, as a scan's transpose accumulates a weight gradient: the output
+    fusion runs in place over the accumulator (the loop state) and its gemm adds into it; outside
+    a loop the accumulator is copied into the output first. Both give the interpreter's result
+    within the bound of the sums (k = 32 terms per step, 8 steps added)."""
+    executable = compile_module(ACCUMULATE, "cpu")
+    body = next(s for name, s in executable.sequences.items() if name.startswith("body"))
+    assert any(a.output_index == (1,) and a.shared for a in body.assignment.output_aliases)
+    from xla_teach.passes.scheduling.in_place import dot_addend_parameter
+
+    assert any(dot_addend_parameter(i) is not None for c in executable.module.computations for i in c.instructions)
+    rng = np.random.default_rng(0)
+    acc = rng.standard_normal((64, 96)).astype(np.float32)
+    xs = rng.standard_normal((8, 32, 64)).astype(np.float32)
+    gs = rng.standard_normal((8, 32, 96)).astype(np.float32)
+    got = executable.execute([acc, xs, gs])[0]
+    want = reference(ACCUMULATE, [acc, xs, gs])[0]
+    terms = np.abs(acc) + np.einsum("tkm,tkn->mn", np.abs(xs), np.abs(gs))
+    assert np.all(np.abs(got - want) <= 2 * (8 + 32) * np.finfo(np.float32).eps * terms)
+    text = """HloModule add_to
+ENTRY main {
+  a = f32[32,64] parameter(0)
+  b = f32[32,96] parameter(1)
+  acc = f32[64,96] parameter(2)
+  d = f32[64,96] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  ROOT s = f32[64,96] add(acc, d)
+}"""
+    got, want = run_both(text, None, "cpu", seed=5)
+    assert_same(got, want)

@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 from xla_teach.backends.llvm.ir_array import IrIndex, i64
-from xla_teach.backends.llvm.ir_types import I64, SplatConstant
+from xla_teach.backends.llvm.ir_types import I64, PTR, SplatConstant
 from xla_teach.hlo.shape import Shape
 
 NO_UNROLL = "xla_teach.no_unroll"
@@ -353,3 +353,17 @@ def while_loop(b: ir.IRBuilder, condition: Callable[[], ir.Value], body: Callabl
     body()
     b.branch(header)
     b.position_at_end(exit_block)
+
+
+def memory_intrinsic(module: ir.Module, name: str, args: list[ir.Type]) -> ir.Function:
+    """LLVM's ``llvm.memcpy``/``llvm.memset`` family, declared once per module."""
+    existing = module.globals.get(name)
+    if isinstance(existing, ir.Function):
+        return existing
+    return ir.Function(module, ir.FunctionType(ir.VoidType(), args), name)
+
+
+def copy_bytes(b: ir.IRBuilder, dst: ir.Value, src: ir.Value, nbytes: ir.Value) -> None:
+    """``memcpy(dst, src, nbytes)`` (the regions do not overlap)."""
+    memcpy = memory_intrinsic(b.module, "llvm.memcpy.p0.p0.i64", [PTR, PTR, I64, ir.IntType(1)])
+    b.call(memcpy, [dst, src, nbytes, ir.Constant(ir.IntType(1), 0)])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from xla_teach.hlo.backend_config import backend_config_field
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.opcodes import is_elementwise
 from xla_teach.passes.fusion.row_fusion import ROW_FUSION_CONFIG, is_row_fusion
@@ -16,11 +17,32 @@ if TYPE_CHECKING:
 ShapeIndex = tuple[int, ...]
 
 
+def dot_addend_parameter(fusion: HloInstruction) -> int | None:
+    """The fusion parameter ``p`` of an output fusion ``add(p, dot(a, b))`` -- a gradient added
+    to its accumulator, as a scan's transpose writes it -- when the CPU computes it as one BLAS
+    call with ``beta = 1`` into the output: ``p``'s bytes copied there first, unless the output
+    *is* ``p``'s buffer. Then the fusion may run in place over ``p``. (Same shape and layout
+    throughout, a BLAS dot, and ``p`` not read by the dot.)"""
+    if fusion.opcode != "fusion" or fusion.fusion_kind != "kOutput":
+        return None
+    root = fusion.fused_computation.root
+    if root.opcode != "add" or root.shape.is_tuple:
+        return None
+    for addend, dot in (root.operands, reversed(root.operands)):
+        if (addend.opcode == "parameter" and dot.opcode == "dot" and addend not in dot.operands
+                and addend.shape == dot.shape == root.shape and len(addend.users) == 1
+                and backend_config_field(dot, "dot_strategy") == "blas"):
+            return int(addend.parameter_number)
+    return None
+
+
 def can_run_in_place(instr: HloInstruction, operand_index: int) -> bool:
     """May ``instr`` write its (array) result over operand ``operand_index``'s buffer?"""
     op = instr.operand(operand_index)
     if instr.shape.is_tuple or op.shape.is_tuple or instr.shape.byte_size() != op.shape.byte_size():
         return False
+    if dot_addend_parameter(instr) == operand_index:
+        return True
     if instr.opcode in ("dynamic-update-slice", "scatter"):
         return operand_index == 0  # the rest of the operand is the result already
     if is_elementwise(instr.opcode) and instr.opcode != "bitcast-convert":

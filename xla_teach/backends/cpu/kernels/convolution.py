@@ -78,6 +78,7 @@ from xla_teach.backends.llvm.loops import (
     element_bytes,
     for_range,
     load_lanes,
+    memory_intrinsic,
     splat,
     stack_slot,
     vector_loop,
@@ -300,13 +301,6 @@ def _all_finite(b: ir.IRBuilder, base: ir.Value, count: ir.Value, fty: ir.Type) 
     return b.fcmp_ordered("==", total, ir.Constant(fty, 0.0))
 
 
-def _memory_intrinsic(module: ir.Module, name: str, args: list[ir.Type]) -> ir.Function:
-    existing = module.globals.get(name)
-    if isinstance(existing, ir.Function):
-        return existing
-    return ir.Function(module, ir.FunctionType(ir.VoidType(), args), name)
-
-
 def _block_rows(b: ir.IRBuilder, blk: ir.Value, sizes: ConvSizes) -> tuple[ir.Value, ir.Value]:
     """The first and one-past-last output row of block ``blk``."""
     r0 = b.mul(blk, sizes.block_rows)
@@ -379,8 +373,8 @@ def _emit_blocks(b: ir.IRBuilder, sizes: ConvSizes, x: ir.Value, w: ir.Value, ou
     next dimension at its end (no division per row)."""
     elem = element_bytes(fty)
     run_bytes = b.mul(sizes.features, i64(elem))
-    memcpy = _memory_intrinsic(b.module, "llvm.memcpy.p0.p0.i64", [PTR, PTR, I64, I1])
-    memset = _memory_intrinsic(b.module, "llvm.memset.p0.i64", [PTR, ir.IntType(8), I64, I1])
+    memcpy = memory_intrinsic(b.module, "llvm.memcpy.p0.p0.i64", [PTR, PTR, I64, I1])
+    memset = memory_intrinsic(b.module, "llvm.memset.p0.i64", [PTR, ir.IntType(8), I64, I1])
     no = ir.Constant(I1, 0)
     patches = stack_slot(b, ir.ArrayType(fty, MAX_BLOCK_BYTES // elem), "patches")
     position = [stack_slot(b, I64, f"position{i}") for i in range(len(sizes.dims) + 1)]  # image, out...

@@ -35,6 +35,7 @@ from xla_teach.backends.llvm.ir_types import F32, F64, I32, I64, PTR, compute_ty
 from xla_teach.backends.llvm.kernel_context import KernelContext, operand_loader
 from xla_teach.backends.llvm.loops import (
     VECTOR_BYTES,
+    copy_bytes,
     element_bytes,
     for_each_index,
     for_range,
@@ -46,6 +47,7 @@ from xla_teach.backends.llvm.loops import (
 from xla_teach.hlo.backend_config import backend_config_field
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.types import PrimitiveType
+from xla_teach.passes.scheduling.in_place import dot_addend_parameter
 
 BLAS_MIN_FLOPS = 48**3  # below this, emitted loops beat the call overhead
 SPLIT_COLUMNS_BELOW_ROWS = 64  # a product with fewer rows (and more columns) is split by columns
@@ -123,6 +125,13 @@ def emit_dot_kernel(ctx: KernelContext) -> tuple[int, int]:
     # (XLA's fusions do: f32[1024,768] dot, bitcast to f32[8,128,768]) over the same bytes.
     product = out if tuple(out.shape.dimensions) == tuple(dot.shape.dimensions) else IrArray(out.base, dot.shape)
     epilogue = _epilogue_emitter(ctx, dot, product) if ctx.hero() is not dot else None
+    addend = dot_addend_parameter(ctx.instr)
+    if view is not None and addend is not None and product is out and view.batch * view.summed * view.m * view.n * \
+            view.k > 0:
+        # add(acc, dot): acc's bytes in the output (unless it is acc's own buffer), then gemm
+        # with beta = 1 adds the product to them -- no epilogue pass over the output
+        ctx.vector_code = True
+        return _emit_blas(ctx, dot, view, out, None, ctx.operand_arrays[addend])
     if view is not None:
         ctx.vector_code = epilogue is None  # calls only, or an epilogue loop for LLVM to vectorize
         return _emit_blas(ctx, dot, view, out, epilogue)
@@ -148,14 +157,18 @@ def _operand_pointer(ctx: KernelContext, dot: HloInstruction, i: int) -> ir.Valu
 
 
 def _emit_blas(ctx: KernelContext, dot: HloInstruction, view: StridedGemm, out: IrArray,
-               epilogue: ElementalEmitter | None) -> tuple[int, int]:
+               epilogue: ElementalEmitter | None, addend: IrArray | None = None) -> tuple[int, int]:
     """One ``gemm`` per batch index, or -- for a single product -- on the rows ``begin .. end`` of
     the output, so that the CPU's threads split a product between them (OpenBLAS itself runs one
     thread: see ``blas.py``). A fused epilogue then runs over the same rows.
 
     The operands are the :func:`strided_gemm` view of the dot: ``x @ W`` on ``f32[8,128,256]``
     activations is one product of 1024 rows, and attention's ``bqhd x bkhd`` reads each (b, h)
-    matrix with a row stride of ``h * d`` elements -- no copy either way."""
+    matrix with a row stride of ``h * d`` elements -- no copy either way.
+
+    ``addend``: the result is ``addend + dot`` (:func:`dot_addend_parameter`): each part first
+    copies its rows of ``addend`` into the output when the two are different buffers, and the
+    gemms add into them (``beta = 1``)."""
     b = ctx.b
     is_double = dot.shape.element_type is PrimitiveType.F64
     fty = F64 if is_double else F32
@@ -168,15 +181,20 @@ def _emit_blas(ctx: KernelContext, dot: HloInstruction, view: StridedGemm, out: 
     def element(base: ir.Value, offset: ir.Value) -> ir.Value:
         return b.gep(base, [offset], inbounds=True, source_etype=fty)
 
+    one = ir.Constant(fty, 1.0) if addend is not None else None
+
     def gemm(rows: ir.Value, a: ir.Value, bm: ir.Value, c: ir.Value, cols: ir.Value | None = None) -> None:
         cols = cols if cols is not None else i64(view.n)
+        if addend is not None:  # the rows of C this call writes start as the addend's
+            _copy_rows_unless_same(b, addend.base, out.base, c, rows, view.n, view.ldc, fty)
         if not view.sum_sizes:
             call_gemm(b, is_double, rows, cols, i64(view.k), a, i64(view.lda), bm, i64(view.ldb), c,
-                      i64(view.ldc), trans_a=view.trans_a, trans_b=view.trans_b)
+                      i64(view.ldc), trans_a=view.trans_a, trans_b=view.trans_b, beta=one)
         else:  # contracted dimensions memory does not fold into k: add the products up (beta 1 after the first)
             with for_range(b, i64(view.summed), "sum") as si:
                 where = unflatten(b, si, list(view.sum_sizes))
-                beta = b.select(b.icmp_signed("==", si, i64(0)), ir.Constant(fty, 0.0), ir.Constant(fty, 1.0))
+                beta = one or b.select(b.icmp_signed("==", si, i64(0)), ir.Constant(fty, 0.0),
+                                       ir.Constant(fty, 1.0))
                 call_gemm(b, is_double, rows, cols, i64(view.k),
                           element(a, _offset(b, where, view.a.sum_strides)), i64(view.lda),
                           element(bm, _offset(b, where, view.b.sum_strides)), i64(view.ldb), c, i64(view.ldc),
@@ -184,7 +202,8 @@ def _emit_blas(ctx: KernelContext, dot: HloInstruction, view: StridedGemm, out: 
         _flush_rows(b, c, rows, cols, view.ldc, fty)
 
     begin, end = ctx.kb.begin, ctx.kb.end
-    if not view.batch_sizes and epilogue is None and view.m < SPLIT_COLUMNS_BELOW_ROWS <= view.n:
+    if (not view.batch_sizes and epilogue is None and addend is None
+            and view.m < SPLIT_COLUMNS_BELOW_ROWS <= view.n):
         # Few rows, many columns (an RNN step's 32 x 1024 gates): the threads split the columns, so
         # each reads only its part of B -- splitting 32 rows would have both read all of it.
         gemm(i64(view.m), a_ptr, element(b_ptr, b.mul(begin, i64(view.b.col_stride))),
@@ -207,6 +226,24 @@ def _emit_blas(ctx: KernelContext, dot: HloInstruction, view: StridedGemm, out: 
         for_each_index(b, out.shape, lambda index: out.store(b, epilogue.value_at(root, index), index), "epilogue")
         return view.batch, 1
     return view.batch, choose_gemm_partitions(view.batch, flops)
+
+
+def _copy_rows_unless_same(b: ir.IRBuilder, source_base: ir.Value, out_base: ir.Value, c: ir.Value, rows: ir.Value,
+                           n: int, ldc: int, fty: ir.Type) -> None:
+    """Copy the ``rows x n`` block at ``c`` (in the output) from the same place in the addend's
+    buffer, unless the output is that buffer (the fusion runs in place)."""
+    size = 8 if fty == F64 else 4
+    differ = b.icmp_unsigned("!=", b.ptrtoint(source_base, I64), b.ptrtoint(out_base, I64))
+    with b.if_then(differ):
+        offset = b.sub(b.ptrtoint(c, I64), b.ptrtoint(out_base, I64))  # bytes from the output's start
+        source = b.gep(source_base, [offset], inbounds=True, source_etype=ir.IntType(8))
+        if ldc == n:
+            copy_bytes(b, c, source, b.mul(rows, i64(n * size)))
+        else:
+            with for_range(b, rows, "addend_row") as r:
+                step = b.mul(r, i64(ldc * size))
+                copy_bytes(b, b.gep(c, [step], inbounds=True, source_etype=ir.IntType(8)),
+                           b.gep(source, [step], inbounds=True, source_etype=ir.IntType(8)), i64(n * size))
 
 
 def _offset(b: ir.IRBuilder, index: list[ir.Value], strides: tuple[int, ...]) -> ir.Value:
