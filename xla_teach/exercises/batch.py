@@ -104,8 +104,10 @@ def grade_folder(exercise: str, folder: str | Path, out: str | Path | None = Non
 def failed_report(ex: Any, path: Path, why: str, seed: int) -> GradeReport:
     """A row of zeros with the reason, for a submission the grader could not grade."""
     from xla_teach.exercises.grading import CheckResult
+    from xla_teach.exercises.hints import hint
 
-    checks = [CheckResult(c.name, c.description, 0, c.max_points) for c in ex.make_checks(seed)]
+    checks = [CheckResult(c.name, c.description, 0, c.max_points, hint=hint(ex.name, c.name))
+              for c in ex.make_checks(seed)]
     return GradeReport(ex.name, str(path), checks, load_error=printable(why)[:4000])
 
 
@@ -133,7 +135,7 @@ def gradescope_json(report: GradeReport) -> dict[str, object]:
     """A report in Gradescope's ``results.json`` format."""
     return {
         "score": report.score, "max_score": report.max_score, "execution_time": round(report.seconds, 3),
-        "output": report.text(),
+        "output": report.text("full"),
         "tests": [{"name": c.name, "score": c.points, "max_score": c.max_points,
                    "status": "passed" if c.passed else "failed",
                    "output": c.description + ("\n\n" + "\n".join(c.messages) if c.messages else "")}
@@ -155,7 +157,7 @@ def write_results(results: ClassResults) -> None:
                              "no" if report.load_error else "yes", *(points.get(n, 0) for n in check_names)])
     for student, report in results.reports.items():
         (out / "results" / f"{student}.json").write_text(json.dumps(gradescope_json(report), indent=1))
-        (out / "reports" / f"{student}.txt").write_text(report.text() + "\n")
+        (out / "reports" / f"{student}.txt").write_text(report.text("full") + "\n")
     (out / "summary.html").write_text(summary_html(results))
 
 

@@ -34,6 +34,9 @@ def configure_grade(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, metavar="FOLDER", help="with a folder of submissions: where the "
                         "results go (a new or empty folder; default grades_EXERCISE next to the submissions)")
     parser.add_argument("--jobs", type=int, default=None, help="submissions graded at once (default: the cores)")
+    parser.add_argument("--detail", choices=("summary", "hints", "full"), default="hints",
+                        help="how much of each failure to show: a line per check, with a hint (default), or every "
+                             "message in full (expected vs got)")
 
 
 def run_grade(args: argparse.Namespace) -> int:
@@ -66,7 +69,7 @@ def run_grade(args: argparse.Namespace) -> int:
             print(f"  {results.out / name}")
         return 0
     report = grade(args.exercise, args.solution, seed=args.seed)
-    print(report.text())
+    print(report.text(args.detail))
     return 0 if report.passed else 1
 
 

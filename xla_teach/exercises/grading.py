@@ -30,6 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from xla_teach.exercises.feedback import CaseFailed, CaseTimeout, printable  # noqa: F401 - graders import them from here
+from xla_teach.exercises.hints import hint
 
 CASE_TIME_LIMIT_S = 20.0  # per case: an endless loop in a solution fails that case, not the grader
 SUBMISSION_TIME_LIMIT_S = 600.0  # per submission, all cases: past it the remaining cases fail unrun
@@ -63,6 +64,7 @@ class CheckResult:
     points: int
     max_points: int
     messages: list[str] = field(default_factory=list)  # one per failed case
+    hint: str = ""  # what to look at when it fails (exercises/hints.py)
 
     @property
     def passed(self) -> bool:
@@ -95,7 +97,15 @@ class GradeReport:
 
     @property
     def feedback(self) -> list[str]:
-        """The report as lines: the score, then one line per check, failures explained."""
+        """The report as lines: the score, then one line per check, failures explained in full."""
+        return self.lines("full")
+
+    def lines(self, detail: str = "hints") -> list[str]:
+        """The report at one of three levels of detail: ``"summary"`` (one line per check, and
+        the first line of a failed check's first message), ``"hints"`` (the summary and, under
+        each failed check, its hint) or ``"full"`` (every message, expected vs got)."""
+        if detail not in DETAILS:
+            raise ValueError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
         lines = [f"grade {self.exercise} ({self.solution}): {self.score}/{self.max_score}"]
         lines += [f"  (isolation incomplete: {m})" for m in self.missing_protections]
         if self.load_error:
@@ -103,24 +113,42 @@ class GradeReport:
         for c in self.checks:
             mark = "PASS" if c.passed else "FAIL"
             lines.append(f"  [{mark}] {c.name:<34} {c.points}/{c.max_points}  {c.description}")
-            for message in c.messages:
-                lines += _indent(message, 9)
+            if detail == "full":
+                for message in c.messages:
+                    lines += _indent(message, 9)
+                continue
+            if c.messages:
+                lines.append(" " * 9 + "first failure: " + _first_line(c.messages[0]))
+            if detail == "hints" and not c.passed and c.hint:
+                lines.append(" " * 9 + "hint: " + c.hint)
         if self.passed:
             lines.append("All checks pass. Well done!")
+        elif detail != "full" and any(c.messages for c in self.checks):
+            lines.append("Every failure in full (expected vs got): --detail full, or report.text('full')")
         return lines
 
-    def text(self) -> str:
-        return printable("\n".join(self.feedback))
+    def text(self, detail: str = "full") -> str:
+        """The report as text, every message by default (``lines`` for the other levels)."""
+        return printable("\n".join(self.lines(detail)))
 
     def __str__(self) -> str:
-        return self.text()
+        return self.text("hints")  # what a student sees first: a line per check, and a hint
 
     def __repr__(self) -> str:
         return f"<GradeReport {self.exercise}: {self.score}/{self.max_score}>"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """IPython/Jupyter show the whole report when a cell ends with ``grade(...)``."""
-        printer.text(self.text())
+        printer.text(self.text("hints"))
+
+
+DETAILS = ("summary", "hints", "full")
+SUMMARY_WIDTH = 100
+
+
+def _first_line(message: str) -> str:
+    line = next((part.strip() for part in message.splitlines() if part.strip()), "")
+    return line if len(line) <= SUMMARY_WIDTH else line[:SUMMARY_WIDTH - 3] + "..."
 
 
 def _indent(text: str, n: int) -> list[str]:
@@ -210,11 +238,12 @@ def run_checks(exercise: str, solution_path: Path, checks: Sequence[Check],
         report.missing_protections = student.missing_protections
         if student.load_error:
             report.load_error = f"{student.load_error}\nEvery check scores 0 until the file loads."
-            report.checks = [CheckResult(c.name, c.description, 0, c.max_points) for c in checks]
+            report.checks = [CheckResult(c.name, c.description, 0, c.max_points, hint=hint(exercise, c.name))
+                             for c in checks]
             report.seconds = time.perf_counter() - start
             return report
         for check in checks:
-            result = CheckResult(check.name, check.description, 0, check.max_points)
+            result = CheckResult(check.name, check.description, 0, check.max_points, hint=hint(exercise, check.name))
             failures: dict[str, list[int]] = {}  # the same message for several cases is shown once
             for number, case in enumerate(check.cases, 1):
                 if time.perf_counter() - start > SUBMISSION_TIME_LIMIT_S:
