@@ -22,6 +22,7 @@ from xla_teach.backends.cpu import runtime_library
 from xla_teach.backends.cpu.ir_emitter import CpuIrEmitter, HostPlan, KernelPlan, SequencePlan
 from xla_teach.backends.cpu.jit import CpuJit
 from xla_teach.backends.cpu.kernel_builder import declare_dynamic_denormal_mode
+from xla_teach.backends.llvm.kernel_dedup import dedupe_kernels
 from xla_teach.backends.llvm.kernel_support import annotate_kernels
 from xla_teach.backends.llvm.loops import resolve_loop_hints
 from xla_teach.hlo.ir import HloModule
@@ -47,6 +48,7 @@ class CpuCompiler(CompilerBase):
         plans = emitter.emit_all()
         declare_dynamic_denormal_mode(emitter.llvm_module)
         ir_text = resolve_loop_hints(annotate_kernels(str(emitter.llvm_module), emitter.comments))
+        ir_text, _ = dedupe_kernels(ir_text, list(emitter.comments))  # identical kernels compiled once
         self.timings["ir_emission"] = time.perf_counter() - start
         start = time.perf_counter()
         jit = CpuJit(ir_text, self.options.llvm_opt_level, self.options.keep_assembly, emitter.vector_code_only)

@@ -91,10 +91,26 @@ def _with_callees(name: str, defined: dict[str, str]) -> str:
     return "\n\n".join(defined[fn] for fn in seen)
 
 
+_ALIAS = re.compile(r'^@"?([^"\s=]+)"? = alias [^@]*@"?([^"\s]+)"?', re.M)
+
+
+def _with_aliases(defined: dict[str, str], text: str) -> dict[str, str]:
+    """A kernel compiled once for several instructions (``backends/llvm/kernel_dedup.py``) is an
+    alias: its code is the kernel it names, said so in a first line."""
+    found = dict(defined)
+    for alias, target in _ALIAS.findall(text):
+        if target in defined:
+            found[alias] = f"; {alias} runs the same code as {target} (identical kernels are compiled once)\n" + \
+                defined[target]
+    return found
+
+
 def kernel_code(artifacts: Any, symbols: Iterable[str]) -> dict[str, list[list[str]]]:
     """``{symbol: [[title, text], ...]}`` for every kernel symbol that has code in ``artifacts``."""
-    ir = functions(getattr(artifacts, "llvm_ir", "") or "", "define")
-    optimized = functions(getattr(artifacts, "optimized_llvm_ir", "") or "", "define")
+    ir = _with_aliases(functions(getattr(artifacts, "llvm_ir", "") or "", "define"),
+                       getattr(artifacts, "llvm_ir", "") or "")
+    optimized = _with_aliases(functions(getattr(artifacts, "optimized_llvm_ir", "") or "", "define"),
+                              getattr(artifacts, "optimized_llvm_ir", "") or "")
     ptx = functions(getattr(artifacts, "ptx", "") or "", ".entry")
     wanted = [s for s in symbols if s in ir or s in ptx]
     assembly = assembly_functions(artifacts.assembly) if wanted and ir and hasattr(artifacts, "assembly") else {}
