@@ -57,7 +57,8 @@ def schedule_and_assign(text_or_module: str | HloModule) -> tuple[HloModule, Buf
 
 def live_ranges(ba: BufferAssignment) -> dict[int, tuple[int, int]]:
     """Value id -> (first step, last step), from the schedule: a value is defined at its instruction
-    and read by every instruction with an operand that holds it (through tuples and bitcasts);
+    and read by every instruction with an operand that holds it (through tuples and bitcasts; a
+    get-tuple-element reads only the element it names);
     what the root holds is alive to the end."""
     step = {i.unique_id: n for n, i in enumerate(ba.order)}
     first = {v.id: step[v.instruction.unique_id] for v in ba.values}
@@ -65,6 +66,8 @@ def live_ranges(ba: BufferAssignment) -> dict[int, tuple[int, int]]:
     for instr in ba.order:
         for op in instr.operands:
             for idx in op.shape.leaf_indices():
+                if instr.opcode == "get-tuple-element" and idx[:1] != (instr.tuple_index,):
+                    continue  # it names one element; the others are not read here
                 v = ba.value(op, idx)
                 last[v.id] = max(last[v.id], step[instr.unique_id])
     for idx in ba.computation.root.shape.leaf_indices():

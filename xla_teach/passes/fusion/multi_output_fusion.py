@@ -193,31 +193,39 @@ class MultiOutputFusion(HloPass):
 
     # ---- siblings ---------------------------------------------------------------------
     def _siblings(self, comp: HloComputation) -> bool:
+        """Merge pairs of siblings, sweeping over every operand until a sweep merges nothing.
+        A pair refused once stays refused: a merge only adds paths, outputs and operands, so
+        what made two instructions unfit together (a path between them, a limit, a shape) is
+        still there while both exist -- it is not checked (nor noted) again. (Without that, a
+        sweep restarted after every merge re-checked every pair: minutes on a 16-block GPT.)"""
         changed = False
+        refused: set[tuple[int, int]] = set()
         merged = True
         while merged:
             merged = False
             for operand in list(comp.instructions):
-                if operand.parent is not comp:
-                    continue
-                users = [u for u in dict.fromkeys(operand.users)
-                         if (u.opcode == "fusion" and not u.shape.is_tuple) or _is_unfused_elementwise(u)]
-                for i, a in enumerate(users):
-                    for b in users[i + 1:]:
-                        reason = self._sibling_problem(a, b)
-                        if reason:
-                            self.note(f"not merging siblings {a.name} and {b.name}: {reason}")
-                            continue
-                        self.note(f"merged siblings {a.name} and {b.name} (both read {operand.name})")
-                        a, b = (x if x.opcode == "fusion" else create_fusion(x, "kLoop") for x in (a, b))
-                        merge_sibling_fusions(a, b)
-                        merged = changed = True
-                        break
-                    if merged:
-                        break
-                if merged:
-                    break
+                while operand.parent is comp and self._merge_one_pair(operand, refused):
+                    merged = changed = True
         return changed
+
+    def _merge_one_pair(self, operand: HloInstruction, refused: set[tuple[int, int]]) -> bool:
+        """Merge the first pair of ``operand``'s users that may share a loop; False if none."""
+        users = [u for u in dict.fromkeys(operand.users)
+                 if (u.opcode == "fusion" and not u.shape.is_tuple) or _is_unfused_elementwise(u)]
+        for i, a in enumerate(users):
+            for b in users[i + 1:]:
+                if (a.unique_id, b.unique_id) in refused:
+                    continue
+                reason = self._sibling_problem(a, b)
+                if reason:
+                    refused.add((a.unique_id, b.unique_id))
+                    self.note(f"not merging siblings {a.name} and {b.name}: {reason}")
+                    continue
+                self.note(f"merged siblings {a.name} and {b.name} (both read {operand.name})")
+                a, b = (x if x.opcode == "fusion" else create_fusion(x, "kLoop") for x in (a, b))
+                merge_sibling_fusions(a, b)
+                return True
+        return False
 
     def _sibling_problem(self, a: HloInstruction, b: HloInstruction) -> str | None:
         ra, rb = (_reduce_hero(x) if x.opcode == "fusion" else None for x in (a, b))
