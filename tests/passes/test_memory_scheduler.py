@@ -168,3 +168,16 @@ def test_random_modules_get_valid_schedules_no_worse_than_post_order(module: Hlo
     optimized = module.clone()
     cpu_pipeline().run(optimized, PassOptions(record=False))
     assert_valid_schedule(optimized)
+
+
+def test_a_chain_thousands_deep_is_scheduled_without_recursion() -> None:
+    """A 32-block model's operand chains run thousands deep: the depth-first heuristic keeps its
+    own stack (it recursed, and a 32-block GPT step failed with RecursionError)."""
+    from xla_teach.passes.scheduling.hlo_memory_scheduler import dfs_by_size_schedule
+
+    lines = ["HloModule deep", "ENTRY main {", "  v0 = f32[4] parameter(0)"]
+    lines += [f"  v{i} = f32[4] negate(v{i - 1})" for i in range(1, 5000)]
+    lines += ["  ROOT r = f32[4] negate(v4999)", "}"]
+    comp = parse_hlo("\n".join(lines)).entry
+    order = dfs_by_size_schedule(comp)
+    assert [i.name for i in order] == [f"v{i}" for i in range(5000)] + ["r"]

@@ -146,19 +146,36 @@ def dfs_by_size_schedule(comp: HloComputation) -> list[HloInstruction]:
     order: list[HloInstruction] = []
     visited: set[int] = set()
 
-    def visit(instr: HloInstruction) -> None:
-        if instr.unique_id in visited:
+    def visit(start: HloInstruction) -> None:
+        # depth first with a stack of its own (a deep model's chains run thousands of operands
+        # deep, past Python's recursion limit): each entry is an instruction and the operands
+        # still to visit before it, largest footprint first
+        if start.unique_id in visited:
             return
-        visited.add(instr.unique_id)
-        preds = list(dict.fromkeys(list(instr.operands) + instr.control_predecessors))
-        for pred in sorted(preds, key=lambda p: -footprint.get(p.unique_id, 0)):
-            visit(pred)
-        order.append(instr)
+        visited.add(start.unique_id)
+        stack = [(start, _by_footprint(start, footprint))]
+        while stack:
+            instr, todo = stack[-1]
+            while todo and todo[-1].unique_id in visited:
+                todo.pop()
+            if not todo:
+                stack.pop()
+                order.append(instr)
+                continue
+            pred = todo.pop()
+            visited.add(pred.unique_id)
+            stack.append((pred, _by_footprint(pred, footprint)))
 
     for instr in comp.instructions:
         if not instr.users:
             visit(instr)
     return order
+
+
+def _by_footprint(instr: HloInstruction, footprint: dict[int, int]) -> list[HloInstruction]:
+    """``instr``'s operands and control predecessors, the largest footprint *last* (popped first)."""
+    preds = list(dict.fromkeys(list(instr.operands) + instr.control_predecessors))
+    return list(reversed(sorted(preds, key=lambda p: -footprint.get(p.unique_id, 0))))
 
 
 HEURISTICS: dict[str, Callable[[HloComputation], list[HloInstruction]]] = {
