@@ -15,6 +15,8 @@ No program here was written to suit either compiler: these are the layers every 
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,40 +27,15 @@ def _w(rng: np.random.Generator, *shape: int, scale: float = 0.02) -> np.ndarray
 
 
 def gpt(layers: int, width: int, seq: int, batch: int, vocab: int, heads: int):  # type: ignore[no-untyped-def]
+    """The GPT step the tests keep (``tests/data/jax_models/generate.py``'s ``gpt_step``: token
+    and tied output embedding, pre-norm blocks of causal attention and a GELU MLP, SGD), at
+    these sizes."""
     def make(jax: Any, jnp: Any, rng: np.random.Generator):  # type: ignore[no-untyped-def]
-        params = {"emb": _w(rng, vocab, width), "blocks": [
-            {"ln1": np.ones(width, np.float32), "ln2": np.ones(width, np.float32), "qkv": _w(rng, width, 3 * width),
-             "proj": _w(rng, width, width), "fc1": _w(rng, width, 4 * width), "fc2": _w(rng, 4 * width, width)}
-            for _ in range(layers)]}
+        sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "data" / "jax_models"))
+        from generate import gpt_step
 
-        def norm(x, g):  # type: ignore[no-untyped-def]
-            mean = x.mean(-1, keepdims=True)
-            var = ((x - mean) ** 2).mean(-1, keepdims=True)
-            return (x - mean) * jax.lax.rsqrt(var + 1e-5) * g
-
-        def logits(p, tokens):  # type: ignore[no-untyped-def]
-            x = p["emb"][tokens]
-            causal = jnp.tril(jnp.ones((seq, seq), bool))
-            for blk in p["blocks"]:
-                q, k, v = jnp.split(norm(x, blk["ln1"]) @ blk["qkv"], 3, -1)
-                q, k, v = (t.reshape(batch, seq, heads, width // heads) for t in (q, k, v))
-                scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(width // heads)
-                attn = jax.nn.softmax(jnp.where(causal, scores, -1e9), -1)
-                x = x + jnp.einsum("bhqk,bkhd->bqhd", attn, v).reshape(batch, seq, width) @ blk["proj"]
-                x = x + jax.nn.gelu(norm(x, blk["ln2"]) @ blk["fc1"]) @ blk["fc2"]
-            return x @ p["emb"].T
-
-        def loss(p, tokens, targets):  # type: ignore[no-untyped-def]
-            logp = jax.nn.log_softmax(logits(p, tokens))
-            return -jnp.mean(jnp.take_along_axis(logp, targets[..., None], -1))
-
-        def step(p, tokens, targets):  # type: ignore[no-untyped-def]
-            value, grads = jax.value_and_grad(loss)(p, tokens, targets)
-            return value, jax.tree.map(lambda a, g: a - 0.1 * g, p, grads)
-
-        tokens = rng.integers(0, vocab, (batch, seq)).astype(np.int32)
-        targets = rng.integers(0, vocab, (batch, seq)).astype(np.int32)
-        return step, [params, tokens, targets]
+        step, args = gpt_step(layers, width, seq, batch, vocab, heads)
+        return step, list(args)
 
     return make
 

@@ -21,7 +21,9 @@ after one run together).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,12 +36,10 @@ from xla_teach.api import compile_module, execute  # noqa: E402
 DATA = Path(__file__).parents[1] / "data" / "spmd"
 
 
-def train_losses(steps: int = 5) -> list[float]:
-    """Five steps of a data-parallel MLP: the batch split over every device, the weights whole
-    (one device when not under mpiexec)."""
+def _mlp_problem() -> tuple[list[np.ndarray], np.ndarray, np.ndarray, Callable[..., Any]]:
+    """The weights, the 64-row batch and the SGD step of a small MLP classifier."""
     import xla_teach
     import xla_teach.nn as nn
-    from xla_teach.sharding import NamedSharding, P
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 16)).astype(np.float32)
@@ -54,6 +54,16 @@ def train_losses(steps: int = 5) -> list[float]:
         value, (g1, g2) = xla_teach.value_and_grad(loss, argnums=(0, 1))(w1, w2, x, y)
         return value, w1 - 0.5 * g1, w2 - 0.5 * g2
 
+    return [w1, w2], x, y, step
+
+
+def train_losses(steps: int = 5) -> list[float]:
+    """Five steps of a data-parallel MLP: the batch split over every device, the weights whole
+    (one device when not under mpiexec)."""
+    import xla_teach
+    from xla_teach.sharding import NamedSharding, P
+
+    (w1, w2), x, y, step = _mlp_problem()
     shardings = None
     if len(xla_teach.devices()) > 1:
         mesh = xla_teach.make_mesh((len(xla_teach.devices()),), ("batch",))
@@ -73,30 +83,17 @@ def local_data_run(steps: int = 5) -> tuple[list[float], np.ndarray, str]:
     (``device_put``; sharded in, sharded out). Then a result split over the processes: reading it
     whole refuses (its message returned), ``process_allgather`` gives the whole."""
     import xla_teach
-    import xla_teach.nn as nn
     from xla_teach.multihost_utils import process_allgather
     from xla_teach.sharding import NamedSharding, P
 
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((64, 16)).astype(np.float32)
-    y = np.eye(4, dtype=np.float32)[rng.integers(0, 4, 64)]
-    w1 = (rng.standard_normal((16, 32)) * 0.3).astype(np.float32)
-    w2 = (rng.standard_normal((32, 4)) * 0.3).astype(np.float32)
-
-    def loss(w1, w2, x, y):  # type: ignore[no-untyped-def]
-        return -(nn.log_softmax(nn.relu(x @ w1) @ w2) * y).sum() / x.shape[0]
-
-    def step(w1, w2, x, y):  # type: ignore[no-untyped-def]
-        value, (g1, g2) = xla_teach.value_and_grad(loss, argnums=(0, 1))(w1, w2, x, y)
-        return value, w1 - 0.5 * g1, w2 - 0.5 * g2
-
+    weights, x, y, step = _mlp_problem()
     n, rank = len(xla_teach.devices()), distributed.process_index()
     mesh = xla_teach.make_mesh((n,), ("batch",))
     batch, whole = NamedSharding(mesh, P("batch")), NamedSharding(mesh, P())
     mine = slice(rank * 64 // n, (rank + 1) * 64 // n)
     xs = xla_teach.make_array_from_process_local_data(batch, x[mine])
     ys = xla_teach.make_array_from_process_local_data(batch, y[mine])
-    ws = xla_teach.device_put((w1, w2), whole)
+    ws = xla_teach.device_put(tuple(weights), whole)
     train = xla_teach.jit(step)
     losses = []
     for _ in range(steps):
