@@ -8,6 +8,7 @@ import statistics
 import time
 from collections.abc import Callable
 from datetime import date
+from typing import Any
 
 import numpy as np
 
@@ -119,3 +120,16 @@ ENTRY main {{
   ROOT d = f32[{r},{c}] divide(e, sb)
 }}
 """
+
+
+def cpu_jax() -> tuple[Any, Any] | None:
+    """``(jax, jax.numpy)`` on the CPU platform (XLA, the bar), or None -- after saying how to
+    install it -- when the ``bench`` extra is not installed."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        print("JAX is not installed: pip install -e '.[bench]' (XLA is the bar these programs are measured against)")
+        return None
+    jax.config.update("jax_platforms", "cpu")
+    return jax, jnp

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import header, paired_medians  # noqa: E402
+from common import cpu_jax, header, paired_medians  # noqa: E402
 from model_programs import gpt  # noqa: E402
 
 from xla_teach.api import compile_module  # noqa: E402
@@ -62,13 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", type=int, nargs="*", default=[1, 2, 4, 8, 16, 32])
     parser.add_argument("--runs", type=int, default=3, help="interleaved runs per size (default 3)")
     a = parser.parse_args(argv)
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError:
-        print("JAX is not installed: pip install -e '.[bench]' (XLA is the bar these programs are measured against)")
+    found = cpu_jax()
+    if found is None:
         return 1
-    jax.config.update("jax_platforms", "cpu")
+    jax, jnp = found
     header("Compile and run time against module size, xla_teach and XLA (GPT steps of growing depth)")
     print(f"{'blocks':>6} {'HLO in':>7} {'optimized':>9}   {'compile ours':>12} {'compile XLA':>11} {'ratio':>6}   "
           f"{'step ours':>10} {'step XLA':>10} {'XLA/ours':>8}")

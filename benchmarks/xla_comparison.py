@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import header, paired_medians  # noqa: E402
+from common import cpu_jax, header, paired_medians  # noqa: E402
 from model_programs import MODELS  # noqa: E402
 
 from xla_teach.api import compile_module  # noqa: E402
@@ -190,13 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer timed runs")
     parser.add_argument("--only", nargs="*", default=[], help="run only these programs")
     a = parser.parse_args(argv)
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError:
-        print("JAX is not installed: pip install -e '.[bench]' (XLA is the bar these programs are measured against)")
+    found = cpu_jax()
+    if found is None:
         return 1
-    jax.config.update("jax_platforms", "cpu")
+    jax, jnp = found
     header("xla_teach CPU vs XLA CPU on the HLO JAX writes")
     print(f"{'program':<16} {'xla_teach':>11} {'XLA':>11} {'XLA/ours':>9}   {'temp ours':>10} {'temp XLA':>10}  "
           "compile (ours / XLA)")
