@@ -1,6 +1,6 @@
 """What xla_teach's HLO passes buy, counted rather than timed: kernels and temporary bytes.
 
-    .venv/bin/python benchmarks/passes_benchmark.py [--samples ../shared/samples]
+    .venv/bin/python benchmarks/passes_benchmark.py [--samples tests/data/xla_samples]
 
 1. For the example ``sum(x + y*z)`` and a 2-layer MLP training step (loss, gradients by
    ``value_and_grad`` and the SGD update in one ``xla_teach.jit`` module, the shapes of
@@ -40,7 +40,7 @@ from xla_teach.passes.fusion.instruction_fusion import fusible_computations  # n
 from xla_teach.passes.pass_base import PassOptions, PassRecorder  # noqa: E402
 from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment  # noqa: E402
 
-SAMPLES = Path(__file__).resolve().parents[1] / ".." / "shared" / "samples"
+SAMPLES = Path(__file__).resolve().parents[1] / "tests" / "data" / "xla_samples"  # XLA's own dumps, kept here
 NOT_KERNELS = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast"})
 # The first pass that fuses; the module just before it is "before fusion".
 FUSING_PASSES = ("row-fusion", "fusion")

@@ -239,9 +239,13 @@ import json
 from collections import Counter
 from pathlib import Path
 
-SAMPLE = Path("/work/shared/samples/seed_reduce_sum")
+import xla_teach
+
+# XLA's own dump of the seed example, kept in the repository (tests/data/xla_samples)
+SAMPLE = Path(xla_teach.__file__).resolve().parents[1] / "tests" / "data" / "xla_samples" / "seed_reduce_sum"
 if not (SAMPLE / "before_optimizations.txt").exists():
-    print(f"{SAMPLE} is not present on this machine: skipping the real-XLA part.")
+    print("XLA's sample dump comes with a clone of the repository (tests/data/xla_samples), not with the "
+          "installed package: skipping the real-XLA part.")
 else:
     before = parse_hlo((SAMPLE / "before_optimizations.txt").read_text())
     after = parse_hlo((SAMPLE / "after_optimizations.txt").read_text())

@@ -80,13 +80,18 @@ def floor_edges() -> Counter[tuple[int, int]]:
     return edges
 
 
-def mermaid() -> str:
-    """The house as a mermaid flowchart: one box per floor, top to bottom, each arrow labelled with
-    the number of imports that run down it."""
-    lines = ["flowchart TB"]
+def dot() -> str:
+    """The house as a Graphviz graph (the docs render it at build time: no script from elsewhere):
+    one box per floor, top to bottom, each arrow labelled with the number of imports down it."""
+    lines = ["digraph house {", "  rankdir=TB; nodesep=0.2; ranksep=0.25; concentrate=true;",
+             '  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontname="Helvetica", fontsize=18];',
+             '  edge [fontname="Helvetica", fontsize=16, color="#546e7a"];']
     for number in sorted(FLOOR_NAMES, reverse=True):
         members = sorted({p.removeprefix("xla_teach.") or "xla_teach" for p, f in FLOORS if f == number})
-        lines.append(f'    F{number}["{number}: {FLOOR_NAMES[number]}<br/><small>{", ".join(members)}</small>"]')
+        label = f"{number}: {FLOOR_NAMES[number]}\\n" + "\\n".join(
+            ", ".join(members[i:i + 3]) for i in range(0, len(members), 3))
+        lines.append(f'  F{number} [label="{label}"];')
     for (source, target), count in sorted(floor_edges().items(), reverse=True):
-        lines.append(f"    F{source} -->|{count}| F{target}")
+        lines.append(f'  F{source} -> F{target} [label="{count}"];')
+    lines.append("}")
     return "\n".join(lines)
