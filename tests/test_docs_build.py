@@ -257,3 +257,15 @@ def test_the_architecture_page_draws_the_house_from_the_code(site: Path) -> None
         r'<title>(F\d+&#45;&gt;F\d+)</title>.*?<text[^>]*>(\d+)</text>', page, re.S)}
     for (source, target), count in floor_edges().items():
         assert edges.get(f"F{source}&#45;&gt;F{target}") == str(count), (source, target)
+
+
+def test_the_passes_page_prints_each_pipeline_from_the_code(site: Path) -> None:
+    """docs/passes.md shows the CPU and GPU pipelines as the code builds them, in order."""
+    from xla_teach.backends.cpu.cpu_pipeline import cpu_pipeline
+    from xla_teach.backends.gpu.gpu_pipeline import gpu_pipeline
+
+    page = html.unescape((site / "passes" / "index.html").read_text())
+    text = re.sub(r"<[^>]+>", "", page)
+    for pipeline in (cpu_pipeline(), gpu_pipeline()):
+        assert pipeline.describe() in text
+    assert "pipeline, generated" not in text
