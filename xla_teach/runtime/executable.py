@@ -159,14 +159,15 @@ class SequenceExecutable:
             results[out_pos] = home
         return results
 
-    def run_as_fixed_loop(self, condition: object, state: list[np.ndarray]) -> tuple[list[np.ndarray], int] | None:
+    def run_as_fixed_loop(self, condition: object, state: list[np.ndarray],
+                          profiler: Profiler | None = None) -> tuple[list[np.ndarray], int] | None:
         """As a while body with ``condition``: the whole loop with buffers bound once
         (``runtime/fixed_loop.py``), or None when this loop does not qualify."""
         from xla_teach.runtime.fixed_loop import run_fixed_loop
 
         if not isinstance(condition, SequenceExecutable) or not self.donated:
             return None
-        return run_fixed_loop(condition, self, state)
+        return run_fixed_loop(condition, self, state, profiler)
 
     def donated_output(self, leaf: int) -> bool:
         """Does output leaf ``leaf`` live in a donated parameter's buffer?"""

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from xla_teach.runtime.buffers import RunBuffers, aligned_empty, logical_view
-from xla_teach.runtime.thunks import KernelThunk
+from xla_teach.runtime.thunks import KernelThunk, Profiler
 
 if TYPE_CHECKING:
     from xla_teach.runtime.executable import SequenceExecutable
@@ -48,12 +48,21 @@ def _bind(seq: SequenceExecutable, state: Sequence[np.ndarray]) -> RunBuffers | 
     return buffers
 
 
-def _runners(seq: SequenceExecutable, buffers: RunBuffers) -> list[Callable[[], None]]:
-    return [thunk.with_fixed_addresses(buffers) for thunk in seq.thunks]  # type: ignore[attr-defined]
+def _runners(seq: SequenceExecutable, buffers: RunBuffers, profiler: Profiler | None) -> list[Callable[[], None]]:
+    if profiler is None:
+        return [thunk.with_fixed_addresses(buffers) for thunk in seq.thunks]  # type: ignore[attr-defined]
+    return [_timed(thunk, buffers, profiler) for thunk in seq.thunks]  # type: ignore[arg-type]
+
+
+def _timed(thunk: KernelThunk, buffers: RunBuffers, profiler: Profiler) -> Callable[[], None]:
+    """The kernel with its table filled once, each call reported to the profiler as the kernel
+    thunk reports one (its parts on the pool's threads too)."""
+    _, args, _, _ = thunk.fixed_step(buffers)
+    return lambda: thunk.run_table_profiled(args, profiler)
 
 
 def run_fixed_loop(condition: SequenceExecutable, body: SequenceExecutable,
-                   state: list[np.ndarray]) -> tuple[list[np.ndarray], int] | None:
+                   state: list[np.ndarray], profiler: Profiler | None = None) -> tuple[list[np.ndarray], int] | None:
     """Run the loop on ``state`` (arrays of the loop's own, updated in place); returns the final
     state and the trip count, or None when the loop does not qualify (see the module docstring)."""
     shapes = [shape for _, shape in body.parameter_leaves]
@@ -81,10 +90,11 @@ def run_fixed_loop(condition: SequenceExecutable, body: SequenceExecutable,
     (pred_slice, pred_shape), = condition.outputs
     pred = cond_buffers.array(pred_slice, pred_shape) if pred_slice.allocation.kind != "constant" else \
         logical_view(condition.constants[pred_slice.allocation.index], pred_shape)
-    native = _run_natively(condition, cond_buffers, body, body_buffers, pred, copies)
+    native = _run_natively(condition, cond_buffers, body, body_buffers, pred, copies) if profiler is None else None
     if native is not None:
         return state, native
-    cond_kernels, body_kernels = _runners(condition, cond_buffers), _runners(body, body_buffers)
+    # profiled (each kernel's time wanted), or split kernels without the native pool: from Python
+    cond_kernels, body_kernels = _runners(condition, cond_buffers, profiler), _runners(body, body_buffers, profiler)
     trips = 0
     while True:
         for run in cond_kernels:

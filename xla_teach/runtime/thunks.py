@@ -188,6 +188,18 @@ class KernelThunk(Thunk):
         """Run the kernel on a buffer table already filled (split over threads as decided)."""
         self._split(args)
 
+    def run_table_profiled(self, args: ctypes.Array, profiler: Profiler) -> None:
+        """``run_table``, reported to ``profiler`` as ``execute`` reports a run (a split kernel's
+        parts too, to a profiler that wants them)."""
+        start = time.perf_counter()
+        if self.partitions > 1 and self.outer_size >= 2 and isinstance(profiler, PartProfiler):
+            parts = self._split_timed(args)
+            profiler.record(self.name, self.kind, start, time.perf_counter(), self.nbytes)
+            profiler.record_parts(self.name, parts)
+            return
+        self._split(args)
+        profiler.record(self.name, self.kind, start, time.perf_counter(), self.nbytes)
+
     def _call(self, args: ctypes.Array, buffers: RunBuffers) -> None:
         for i, s in enumerate(self.slices):
             args[i] = buffers.address(s)
@@ -350,8 +362,8 @@ class WhileThunk(Thunk):
 
     def _loop(self, buffers: RunValues, state: list[Any]) -> list[Any]:
         fixed = getattr(self.body, "run_as_fixed_loop", None)
-        if fixed is not None and self.profiler is None:  # kernels only: bind once, then just call them
-            done = fixed(self.condition, state)
+        if fixed is not None:  # kernels only: bind once, then just call them (timed, when profiled)
+            done = fixed(self.condition, state, self.profiler)
             if done is not None:
                 self.path = "fixed addresses"
                 state, self.trip_count = done
