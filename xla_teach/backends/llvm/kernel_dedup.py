@@ -103,9 +103,9 @@ def _metadata_meanings(text: str) -> dict[str, str]:
 
 
 def _key(kernel: str, pieces: list[str], functions: dict[str, tuple[int, int, bool]],
-         metadata: dict[str, str]) -> tuple[str, list[str]] | None:
+         metadata: dict[str, str]) -> tuple[str, list[str]]:
     """The kernel's code with its own names and local names replaced, and the internal functions
-    it brings along (None when it calls a function defined elsewhere that is not internal)."""
+    it brings along (functions it calls that are not internal keep their names in the key)."""
     closure = [kernel]
     todo = [kernel]
     while todo:
@@ -148,10 +148,7 @@ def dedupe_kernels(ir_text: str, kernels: list[str]) -> tuple[str, dict[str, str
         body = pieces[functions[kernel][0]]
         if not _KERNEL_PARAMS.search(body[body.find("define"):body.find("\n", body.find("define"))]):
             continue  # not a kernel's signature: left alone
-        found = _key(kernel, pieces, functions, metadata)
-        if found is None:
-            continue
-        key, closure = found
+        key, closure = _key(kernel, pieces, functions, metadata)
         if key not in first:
             first[key] = kernel
             continue
