@@ -85,14 +85,16 @@ def test_a_process_that_never_reaches_a_collective_stops_every_process_after_the
     waited_for = r"every process \(the groups' communicators" if when == "first" else r"devices \[\d, \d\]"
     assert re.search(rf"process [0-2] waited 3 s in [a-z-]+ [a-z]+ \(run {1 if when == 'first' else 2}\) for "
                      rf"{waited_for}.*: one of them never reached it", run.stderr), run.stderr[-2000:]
-    computing = (r"processes \[3\] did not arrive at this collective \(number \d+ here\): process 3 is "
+    # (on a busy machine another process may still be compiling when the first gives up: it is
+    # named too, as computing)
+    computing = (r"processes \[(?:\d, )*3\] did not arrive at this collective \(number \d+ here\): .*process 3 is "
                  r"computing before its collective number \d+, outside any collective")
-    waiting = (r"processes \[([0-2])\] did not arrive at this collective \(number (\d+) here\): process \1 is "
-               r"waiting in its collective number (\d+)")
+    waiting = (r"did not arrive at this collective \(number (\d+) here\): .*process [0-2] is waiting in its "
+               r"collective number (\d+)")
     found = re.search(computing, run.stderr) or (when == "second" and re.search(waiting, run.stderr))
     assert found, run.stderr[-2000:]
     if found.re.pattern == waiting:  # stuck in an earlier collective than the one waited in here
-        assert int(found.group(3)) < int(found.group(2)), found.group(0)
+        assert int(found.group(2)) < int(found.group(1)), found.group(0)
     assert took < 60, took
 
 
