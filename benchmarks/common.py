@@ -133,3 +133,30 @@ def cpu_jax() -> tuple[Any, Any] | None:
         return None
     jax.config.update("jax_platforms", "cpu")
     return jax, jnp
+
+
+def compile_both(jax: Any, fn: Callable[..., Any], args: list[Any]) -> dict[str, Any]:
+    """``fn`` on ``args`` compiled by XLA (``jax.jit``) and by xla_teach from the HLO text JAX
+    lowers it to, each compile timed from a clean start: ``jitted``, ``text``, ``executable``,
+    ``flat`` (the arguments' leaves: the ENTRY's parameters, in order), ``xla_compile_s`` and
+    ``compile_s``."""
+    import gc
+
+    from xla_teach.api import compile_module
+
+    jitted = jax.jit(fn)
+    lowered = jitted.lower(*args)
+    text = lowered.compiler_ir("hlo").as_hlo_text()
+    jax.clear_caches()  # (XLA keeps compiled executables: only the first compile after this counts)
+    # Each compile starts with no garbage pending (as timeit runs with the collector off):
+    # one left by an earlier step would be collected in whichever compile comes next.
+    gc.collect()
+    start = time.perf_counter()
+    lowered.compile()
+    xla_compile_s = time.perf_counter() - start
+    gc.collect()
+    start = time.perf_counter()
+    executable = compile_module(text, "cpu")
+    compile_s = time.perf_counter() - start
+    return {"jitted": jitted, "text": text, "executable": executable, "flat": jax.tree_util.tree_leaves(args),
+            "xla_compile_s": xla_compile_s, "compile_s": compile_s}

@@ -14,9 +14,7 @@ and the passes that took longest.
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -24,27 +22,15 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import cpu_jax, header, paired_medians  # noqa: E402
+from common import compile_both, cpu_jax, header, paired_medians  # noqa: E402
 from model_programs import gpt  # noqa: E402
-
-from xla_teach.api import compile_module  # noqa: E402
 
 
 def _measure(jax: Any, jnp: Any, layers: int, runs: int) -> dict[str, Any]:
     step, args = gpt(layers=layers, width=128, seq=64, batch=4, vocab=512, heads=4)(jax, jnp, np.random.default_rng(0))
-    jitted = jax.jit(step)
-    lowered = jitted.lower(*args)
-    text = lowered.compiler_ir("hlo").as_hlo_text()
-    jax.clear_caches()
-    gc.collect()
-    start = time.perf_counter()
-    lowered.compile()
-    xla_compile = time.perf_counter() - start
-    gc.collect()
-    start = time.perf_counter()
-    executable = compile_module(text, "cpu")
-    ours_compile = time.perf_counter() - start
-    flat = jax.tree_util.tree_leaves(args)
+    both = compile_both(jax, step, args)
+    jitted, executable, flat = both["jitted"], both["executable"], both["flat"]
+    text, xla_compile, ours_compile = both["text"], both["xla_compile_s"], both["compile_s"]
     jax.block_until_ready(jitted(*args))
     t_ours, t_xla = paired_medians(lambda: executable.execute(flat), lambda: jax.block_until_ready(jitted(*args)),
                                    runs=runs)

@@ -16,10 +16,8 @@ line is the geometric mean of the ratios.
 from __future__ import annotations
 
 import argparse
-import gc
 import math
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +26,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import cpu_jax, header, paired_medians  # noqa: E402
+from common import compile_both, cpu_jax, header, paired_medians  # noqa: E402
 from model_programs import MODELS  # noqa: E402
 
 from xla_teach.api import compile_module  # noqa: E402
@@ -215,21 +213,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         rng = np.random.default_rng(0)
         fn, args = program.make(jax, jnp, rng)
-        jitted = jax.jit(fn)
-        lowered = jitted.lower(*args)
-        text = lowered.compiler_ir("hlo").as_hlo_text()
-        jax.clear_caches()  # (XLA keeps compiled executables: only the first compile after this counts)
-        # Each compile starts with no garbage pending (as timeit runs with the collector off):
-        # one left by an earlier step would be collected in whichever compile comes next.
-        gc.collect()
-        start = time.perf_counter()
-        lowered.compile()
-        xla_compile_s = time.perf_counter() - start
-        gc.collect()
-        start = time.perf_counter()
-        executable = compile_module(text, "cpu")
-        compile_s = time.perf_counter() - start
-        flat = jax.tree_util.tree_leaves(args)  # the ENTRY's parameters: the pytrees' leaves in order
+        both = compile_both(jax, fn, args)
+        jitted, executable, flat = both["jitted"], both["executable"], both["flat"]
+        xla_compile_s, compile_s = both["xla_compile_s"], both["compile_s"]
         want = jax.tree_util.tree_leaves(jitted(*args))
         got = executable.execute(list(flat))
         for g, w in zip(got, want, strict=True):

@@ -36,11 +36,11 @@ KERNEL_SIGNATURE = "void (ptr, i64, i64)"
 _KERNEL_PARAMS = re.compile(r'^define void @"[^"]+"\(ptr %"?[^,"]+"?, i64 %"?[^,"]+"?, i64 %"?[^,)"]+"?\)')
 
 
-def _blocks(text: str) -> tuple[list[str], dict[str, tuple[int, int, bool]]]:
+def _blocks(text: str) -> tuple[list[str], dict[str, tuple[int, bool]]]:
     """The text cut into pieces -- each function's ``define`` with the comment lines right above
-    it is one piece -- and for each function: (its piece, -, internal?)."""
+    it is one piece -- and for each function: (its piece, internal?)."""
     pieces: list[str] = []
-    where: dict[str, tuple[int, int, bool]] = {}
+    where: dict[str, tuple[int, bool]] = {}
     pending: list[str] = []  # lines not yet in a piece
     lines = text.splitlines(keepends=True)
     i = 0
@@ -62,12 +62,12 @@ def _blocks(text: str) -> tuple[list[str], dict[str, tuple[int, int, bool]]]:
             if body[-1].rstrip("\n") == "}":
                 break
         pieces.append("".join(body))
-        where[match.group(2)] = (len(pieces) - 1, 0, bool(match.group(1)))
+        where[match.group(2)] = (len(pieces) - 1, bool(match.group(1)))
     pieces.append("".join(pending))
     return pieces, where
 
 
-def _callees(body: str, functions: dict[str, tuple[int, int, bool]]) -> list[str]:
+def _callees(body: str, functions: dict[str, tuple[int, bool]]) -> list[str]:
     found = []
     for a, b in _GLOBAL_REF.findall(body):
         name = a or b
@@ -102,7 +102,7 @@ def _metadata_meanings(text: str) -> dict[str, str]:
     return meaning
 
 
-def _key(kernel: str, pieces: list[str], functions: dict[str, tuple[int, int, bool]],
+def _key(kernel: str, pieces: list[str], functions: dict[str, tuple[int, bool]],
          metadata: dict[str, str]) -> tuple[str, list[str]]:
     """The kernel's code with its own names and local names replaced, and the internal functions
     it brings along (functions it calls that are not internal keep their names in the key)."""
@@ -113,7 +113,7 @@ def _key(kernel: str, pieces: list[str], functions: dict[str, tuple[int, int, bo
         body = pieces[functions[name][0]]
         body = body[body.find("define"):]  # without the comment lines
         for callee in _callees(body, functions):
-            if callee != name and callee not in closure and functions[callee][2]:
+            if callee != name and callee not in closure and functions[callee][1]:
                 closure.append(callee)
                 todo.append(callee)
     placeholder = {name: f"F{n}" for n, name in enumerate(closure)}
@@ -143,7 +143,7 @@ def dedupe_kernels(ir_text: str, kernels: list[str]) -> tuple[str, dict[str, str
     aliases: dict[str, str] = {}
     dropped: set[str] = set()
     for kernel in kernels:
-        if kernel not in functions or functions[kernel][2]:
+        if kernel not in functions or functions[kernel][1]:
             continue
         body = pieces[functions[kernel][0]]
         if not _KERNEL_PARAMS.search(body[body.find("define"):body.find("\n", body.find("define"))]):
@@ -160,7 +160,7 @@ def dedupe_kernels(ir_text: str, kernels: list[str]) -> tuple[str, dict[str, str
     kept_text = "".join(p for i, p in enumerate(pieces) if not any(
         functions[name][0] == i for name in dropped))
     for name in sorted(dropped):
-        index, _, internal = functions[name]
+        index, internal = functions[name]
         if name in aliases:
             comment = pieces[index][:pieces[index].find("define")]
             pieces[index] = (f"{comment}; the same code as {aliases[name]}: compiled once\n"

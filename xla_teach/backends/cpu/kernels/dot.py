@@ -193,8 +193,8 @@ def _emit_blas(ctx: KernelContext, dot: HloInstruction, view: StridedGemm, out: 
         else:  # contracted dimensions memory does not fold into k: add the products up (beta 1 after the first)
             with for_range(b, i64(view.summed), "sum") as si:
                 where = unflatten(b, si, list(view.sum_sizes))
-                beta = one or b.select(b.icmp_signed("==", si, i64(0)), ir.Constant(fty, 0.0),
-                                       ir.Constant(fty, 1.0))
+                beta = one if one is not None else b.select(
+                    b.icmp_signed("==", si, i64(0)), ir.Constant(fty, 0.0), ir.Constant(fty, 1.0))
                 call_gemm(b, is_double, rows, cols, i64(view.k),
                           element(a, _offset(b, where, view.a.sum_strides)), i64(view.lda),
                           element(bm, _offset(b, where, view.b.sum_strides)), i64(view.ldb), c, i64(view.ldc),
