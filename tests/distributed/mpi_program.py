@@ -203,7 +203,11 @@ def main(mode: str, backend: str, out: str) -> None:
         data = np.load(DATA / "data_parallel.npz")
         x = data["global_arg0"] if rank != 3 else data["global_arg0"][:8] if mode == "mismatch" else \
             data["global_arg0"] + 1
-        execute((DATA / "data_parallel.txt").read_text(), [x, data["global_arg1"]], backend=backend)
+        try:
+            execute((DATA / "data_parallel.txt").read_text(), [x, data["global_arg1"]], backend=backend)
+        except Exception as error:  # each process keeps its own message: four tracebacks interleave on stderr
+            Path(f"{out}.{rank}.err").write_text(str(error))
+            raise
         return
     if mode in ("global", "raise"):
         data = np.load(DATA / "data_parallel.npz")
