@@ -8,6 +8,13 @@ from typing import Any
 import numpy as np
 
 import xla_teach
+from xla_teach.hlo.evaluator.error_bounds import (
+    Bounded,
+    BoundsUnavailable,
+    error_bounds,
+    outside_bound,
+    unknown_bound,
+)
 
 
 def run(fn: Callable[..., Any], *args: Any, backend: str = "interpreter", **jit_kwargs: Any) -> Any:
@@ -17,19 +24,60 @@ def run(fn: Callable[..., Any], *args: Any, backend: str = "interpreter", **jit_
 
 def assert_matches(fn: Callable[..., Any], ref: Callable[..., Any], *args: Any, backend: str = "interpreter",
                    rtol: float = 1e-5, atol: float = 1e-6, check_dtype: bool = True) -> None:
-    """``jit(fn)(*args)`` equals ``ref(*args)`` (NumPy), values, shapes and dtypes."""
+    """``jit(fn)(*args)`` equals ``ref(*args)`` (NumPy): shapes, dtypes and values.
+
+    Values are compared through the traced module's rounding-error bounds
+    (:mod:`xla_teach.hlo.evaluator.error_bounds`): the compiled result must lie within the bound
+    of the exact (f64) value of the module -- whatever order this machine's BLAS sums in -- and
+    NumPy's result must lie within that bound plus ``rtol``/``atol`` (NumPy's own rounding and,
+    where ``ref`` is another formula, the difference between the formulas). Elements whose bound
+    is unknown, and modules the analysis refuses, are compared with NumPy at ``rtol``/``atol``."""
     got = run(fn, *args, backend=backend)
     want = ref(*args)
     got_leaves = xla_teach.frontend.pytree.tree_leaves(got)
     want_leaves = xla_teach.frontend.pytree.tree_leaves(want)
     assert len(got_leaves) == len(want_leaves)
-    for g, w in zip(got_leaves, want_leaves, strict=True):
-        w = np.asarray(w)
-        assert np.shape(g) == w.shape, (np.shape(g), w.shape)
+    bounds = _bounds(fn, args, len(got_leaves))
+    for i, (g, w) in enumerate(zip(got_leaves, want_leaves, strict=True)):
+        w, g = np.asarray(w), np.asarray(g)
+        assert g.shape == w.shape, (g.shape, w.shape)
         if check_dtype:
-            assert np.asarray(g).dtype == w.dtype, (np.asarray(g).dtype, w.dtype)
-        np.testing.assert_allclose(np.asarray(g, dtype=np.float64) if w.dtype != np.bool_ else g,
+            assert g.dtype == w.dtype, (g.dtype, w.dtype)
+        if bounds is not None and g.dtype.kind == "f" and w.dtype.kind == "f":
+            _assert_within(g, w, bounds[i], rtol, atol, f"output {i}")
+            continue
+        np.testing.assert_allclose(g.astype(np.float64) if w.dtype != np.bool_ else g,
                                    w.astype(np.float64) if w.dtype != np.bool_ else w, rtol=rtol, atol=atol)
+
+
+def _bounds(fn: Callable[..., Any], args: tuple[Any, ...], outputs: int) -> list[Bounded] | None:
+    """The bounds of ``fn``'s traced module on ``args``, or None where they do not apply (an op
+    the analysis refuses, or arguments that are not one parameter each)."""
+    module = xla_teach.jit(fn, backend="interpreter").lower(*args).module
+    leaves = [np.asarray(a) for a in xla_teach.frontend.pytree.tree_leaves(args)]
+    if module.entry.num_parameters != len(leaves):
+        return None
+    try:
+        bounds = error_bounds(module, leaves)
+    except BoundsUnavailable:
+        return None
+    return bounds if len(bounds) == outputs else None
+
+
+def _assert_within(got: np.ndarray, want: np.ndarray, bounded: Bounded, rtol: float, atol: float,
+                   what: str) -> None:
+    known = ~unknown_bound(bounded)
+    bad = outside_bound(got, bounded)
+    assert not bad.any(), (f"{what}: {int(bad.sum())} of {bad.size} elements outside the rounding-error bound; "
+                           f"first at {tuple(np.argwhere(bad)[0])}: got {got[bad][0]!r}, exact "
+                           f"{bounded.value[bad][0]!r}, bound {bounded.bound[bad][0]!r}")
+    value, w = bounded.value[known], want[known].astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        far = ~((w == value) | (np.isnan(w) & np.isnan(value))
+                | (np.abs(w - value) <= bounded.bound[known] + atol + rtol * np.abs(value)))
+    assert not far.any(), (f"{what}: NumPy's result differs from the module's exact value at {int(far.sum())} "
+                           f"elements: NumPy {w[far][0]!r}, exact {value[far][0]!r}")
+    np.testing.assert_allclose(got[~known].astype(np.float64), want[~known].astype(np.float64), rtol=rtol, atol=atol)
 
 
 def numerical_grad(f: Callable[[np.ndarray], float], x: np.ndarray, eps: float = 1e-3) -> np.ndarray:
