@@ -434,6 +434,7 @@ class HloModule:
         self.stack_frame_tables: list[tuple[str, list[str]]] = []  # FileNames ... StackFrames
         self.unique_id = next(_ids)
         self.pass_text: str | None = None  # while a pass pipeline runs: the module as the last pass left it
+        self.pass_computation_texts: dict[str, str] | None = None  # ... and each computation's part of it
 
     @property
     def input_output_alias(self) -> HloInputOutputAliasConfig:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 
 import numpy as np
 
@@ -51,9 +51,12 @@ _SPECIAL_ATTRS = {"parameter": {"parameter_number"}, "constant": {"literal", "li
 # ---------------------------------------------------------------------------------------
 # Public API
 # ---------------------------------------------------------------------------------------
-def verify_module(module: HloModule) -> None:
-    """Raise :class:`VerificationError` if ``module`` has any problem."""
-    _raise_if_any(f"module '{module.name}'", module_problems(module))
+def verify_module(module: HloModule, only: Mapping[str, Collection[str] | None] | None = None) -> None:
+    """Raise :class:`VerificationError` if ``module`` has any problem. With ``only`` (computation
+    name -> instruction names, or None for all), just those computations are checked, and in each
+    the structure and the instructions named; the module's own structure always is. A pass
+    pipeline passes what a pass changed and what reads it."""
+    _raise_if_any(f"module '{module.name}'", module_problems(module, only))
 
 
 def verify_computation(comp: HloComputation) -> None:
@@ -61,11 +64,15 @@ def verify_computation(comp: HloComputation) -> None:
     _raise_if_any(f"computation '{comp.name}'", computation_problems(comp))
 
 
-def module_problems(module: HloModule) -> list[str]:
-    """Every problem found in ``module``, one line each (empty when it is fine)."""
+def module_problems(module: HloModule, only: Mapping[str, Collection[str] | None] | None = None) -> list[str]:
+    """Every problem found in ``module``, one line each (empty when it is fine); with ``only``,
+    in those computations and instructions alone (see :func:`verify_module`)."""
     problems = _module_structure_problems(module)
     for comp in module.computations:
-        problems += computation_problems(comp, check_names=False)
+        if only is None:
+            problems += computation_problems(comp, check_names=False)
+        elif comp.name in only:
+            problems += computation_problems(comp, check_names=False, instructions=only[comp.name])
     if module.device_count() > 1:  # the header says how many devices: collectives must name them right
         for comp in module.computations:
             for instr in comp.instructions:
@@ -99,15 +106,18 @@ def device_problems(instr: HloInstruction, devices: int) -> list[str]:
     return problems
 
 
-def computation_problems(comp: HloComputation, check_names: bool = True) -> list[str]:
+def computation_problems(comp: HloComputation, check_names: bool = True,
+                         instructions: Collection[str] | None = None) -> list[str]:
     """Every problem found in ``comp``; ``check_names`` also checks name uniqueness
-    inside it (the module check does this module-wide)."""
+    inside it (the module check does this module-wide); ``instructions``: check only the
+    instructions of these names (the structure is always checked)."""
     where = f"%{comp.name}"
     problems = [f"{where}: {p}" for p in _computation_structure_problems(comp)]
     if check_names:
         problems += [f"{where}: {p}" for p in _duplicates(i.name for i in comp.instructions)]
     for instr in comp.instructions:
-        problems += [f"{where}: {instr.opcode} %{instr.name}: {p}" for p in instruction_problems(instr)]
+        if instructions is None or instr.name in instructions:
+            problems += [f"{where}: {instr.opcode} %{instr.name}: {p}" for p in instruction_problems(instr)]
     return problems
 
 

@@ -286,11 +286,11 @@ class HloPassPipeline(HloPass):
             _verify(module, f"before pipeline {self.name}")
         # Each pass's "after" text is the next one's "before": nothing else touches the module
         # between two passes of one run, so it is printed once (and forgotten when the run ends).
-        module.pass_text = None
+        module.pass_text = module.pass_computation_texts = None
         try:
             return self._run_passes(module, options, recorder)
         finally:
-            module.pass_text = None
+            module.pass_text = module.pass_computation_texts = None
 
     def _run_passes(self, module: HloModule, options: PassOptions, recorder: PassRecorder | None) -> bool:
         changed = False
@@ -322,7 +322,12 @@ class HloPassPipeline(HloPass):
             skipped = "optimization level 0"
         keep_text = options.record or bool(options.listeners)
         check = options.check_reported_changes or not is_built_in(p)
-        before = module.pass_text or module.to_text() if keep_text or check else ""
+        if keep_text or check:
+            if module.pass_text is None or module.pass_computation_texts is None:
+                module.pass_text, module.pass_computation_texts = _text_and_parts(module)
+            before, before_parts = module.pass_text, module.pass_computation_texts
+        else:
+            before, before_parts = "", None
         instrs_before, fusions_before = module.instruction_count(), count_fusions(module)
         p.notes = []
         p.steps = []
@@ -330,18 +335,22 @@ class HloPassPipeline(HloPass):
         start = time.perf_counter()
         changed = False if skipped else bool(p.run(module))
         seconds = time.perf_counter() - start
+        after_parts = before_parts
         if skipped or not (changed or check):
             after = before  # a trusted "no change": nothing to print
+        elif keep_text or check:
+            after, after_parts = _text_and_parts(module)
         else:
-            after = module.to_text() if keep_text or check else ""
+            after, after_parts = "", None
         module.pass_text = after or None
+        module.pass_computation_texts = after_parts
         if check and changed != (after != before):
             claim = "a change" if changed else "no change"
             raise PassMisreportedChange(
                 f"pass '{p.name}' reported {claim}, but the module text "
                 f"{'is identical' if changed else 'differs'} after it")
         if changed and options.verify:
-            _verify(module, f"after pass {p.name}")
+            _verify(module, f"after pass {p.name}", _touched(module, before_parts, after_parts))
         record = PassRecord(
             index=len(recorder.records) if recorder else 0, pipeline=self.name, pass_name=p.name,
             changed=changed, before=before if keep_text else "", after=after if keep_text else "",
@@ -377,11 +386,59 @@ class HloPassFix(HloPassPipeline):
         return changed_any
 
 
-def _verify(module: HloModule, when: str) -> None:
+def _text_and_parts(module: HloModule) -> tuple[str, dict[str, str]]:
+    from xla_teach.hlo.text.printer import module_text_and_computations
+
+    return module_text_and_computations(module)
+
+
+def _touched(module: HloModule, before: dict[str, str] | None,
+             after: dict[str, str] | None) -> dict[str, set[str] | None] | None:
+    """What must be checked again after a pass, as computation name -> the names of the
+    instructions to check there (None: all of them). An instruction's check reads its own line,
+    its operands' shapes and the computations it calls, so it is checked again when its line
+    changed, an operand's line changed, or it calls a computation that changed; a computation
+    whose text changed also has its structure checked again. Everything else would pass as it
+    did before the pass. None (check all) when either text is missing, or when a computation
+    holds an instruction that its text leaves out (one unreachable from its root)."""
+    if before is None or after is None:
+        return None
+    changed = {name for name, text in after.items() if before.get(name) != text}
+    touched: dict[str, set[str] | None] = {}
+    for comp in module.computations:
+        text = after.get(comp.name)
+        if text is None or len(comp.instructions) != text.count("\n") - 1:
+            return None
+        old = before.get(comp.name)
+        if comp.name in changed and old is None:
+            touched[comp.name] = None
+            continue
+        moved: set[str] = set()
+        if comp.name in changed:
+            old_lines = _lines_by_name(old or "")
+            moved = {name for name, line in _lines_by_name(text).items() if line != old_lines.get(name)}
+        check = {i.name for i in comp.instructions
+                 if i.name in moved or any(op.name in moved for op in i.operands)
+                 or any(c.name in changed for c in i.called_computations())}
+        if check or comp.name in changed:
+            touched[comp.name] = check
+    return touched
+
+
+def _lines_by_name(text: str) -> dict[str, str]:
+    """A computation's instruction lines by instruction name."""
+    lines = {}
+    for line in text.split("\n")[1:-1]:
+        head = line.split(" = ", 1)[0].strip()
+        lines[head.removeprefix("ROOT ").lstrip("%")] = line
+    return lines
+
+
+def _verify(module: HloModule, when: str, only: dict[str, set[str] | None] | None = None) -> None:
     from xla_teach.hlo.errors import VerificationError
     from xla_teach.hlo.verifier import verify_module
 
     try:
-        verify_module(module)
+        verify_module(module, only)
     except VerificationError as err:
         raise VerificationError(f"HLO verification failed {when}:\n{err}") from None

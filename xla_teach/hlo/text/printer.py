@@ -184,6 +184,12 @@ def module_header_text(module: HloModule) -> str:
 
 def module_to_text(module: HloModule, **kwargs: Any) -> str:
     """The whole module as XLA prints it (ends with a blank line, like XLA's dumps)."""
+    return module_text_and_computations(module, **kwargs)[0]
+
+
+def module_text_and_computations(module: HloModule, **kwargs: Any) -> tuple[str, dict[str, str]]:
+    """The module's text, and each computation's own part of it by name (a pass pipeline
+    compares these parts to see which computations a pass changed)."""
     opts = _options(kwargs)
     out = [module_header_text(module), "\n\n"]
     if module.stack_frame_tables:
@@ -192,7 +198,9 @@ def module_to_text(module: HloModule, **kwargs: Any) -> str:
             out.extend(row + "\n" for row in rows)
             out.append("\n")
         out.append("\n")
+    parts: dict[str, str] = {}
     for comp in module.computation_post_order():
-        out.append(computation_to_text(comp, options=opts))
+        parts[comp.name] = computation_to_text(comp, options=opts)
+        out.append(parts[comp.name])
         out.append("\n\n")
-    return "".join(out)
+    return "".join(out), parts
