@@ -7,6 +7,7 @@ op. One idea per module, in the order a graph flows through them:
 * :mod:`~xla_teach.graph.graph` -- ``Graph``, ``Node``, ``Tensor``, ``GraphFunction``;
 * :mod:`~xla_teach.graph.ops` -- build graphs with NumPy's names (``gops.matmul``);
 * :mod:`~xla_teach.graph.op_registry` -- what each op computes; which ops XLA cannot compile;
+* :mod:`~xla_teach.graph.nn_kernels` -- convolutions and poolings (and their gradients), eager and XLA;
 * :mod:`~xla_teach.graph.tf_flags` -- ``TF_XLA_FLAGS`` (``--tf_xla_auto_jit=2`` ...);
 * :mod:`~xla_teach.graph.mark_for_compilation` -- pass 1: choose clusters;
 * :mod:`~xla_teach.graph.encapsulate_subgraphs` -- pass 2: clusters become functions;
@@ -15,7 +16,8 @@ op. One idea per module, in the order a graph flows through them:
 * :mod:`~xla_teach.graph.executor` -- the op-by-op executor (one kernel + one timeline event per op);
 * :mod:`~xla_teach.graph.session` -- ``Session``: prune, cluster, run;
 * :mod:`~xla_teach.graph.graph_dump` -- GraphDef text and Graphviz with clusters as boxes;
-* :mod:`~xla_teach.graph.mnist_example` -- an MNIST-style training step as a graph.
+* :mod:`~xla_teach.graph.mnist_example` -- an MNIST-style training step as a graph;
+* :mod:`~xla_teach.graph.cifar_example` -- the auto-clustering tutorial's CIFAR-10 CNN step as a graph.
 """
 
 from xla_teach.graph import ops  # noqa: F401

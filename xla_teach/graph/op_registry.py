@@ -16,6 +16,9 @@ Ops without an XLA kernel have ``compute=None``, a ``host`` function instead, an
     Unique   its output shape depends on the data
     AsString produces strings, which have no XLA element type
 
+Convolutions and poolings are the exception: NumPy has no function for them, so each has an
+eager kernel and an XLA kernel of its own (:mod:`~xla_teach.graph.nn_kernels`), as in TensorFlow.
+
 Op names are TensorFlow's (``MatMul``, ``RealDiv``, ``BiasAdd``, ``ReluGrad`` ...).
 """
 
@@ -27,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from xla_teach.graph.nn_kernels import KERNELS as NN_KERNELS
+from xla_teach.graph.nn_kernels import two_kernels
 from xla_teach.graph.tensor_spec import UNKNOWN, GraphError, TensorSpec
 
 if TYPE_CHECKING:
@@ -140,6 +145,10 @@ register(OpDef("Transpose", lambda m, x, perm=None: m.transpose(x, None if perm 
 register(OpDef("MatMul", _matmul, auto_jit_level=2))
 register(OpDef("ArgMax", _argmax, auto_jit_level=2))
 register(OpDef("OneHot", _one_hot, auto_jit_level=2))
+
+# convolutions and poolings: NumPy has no function for them, so each has two kernels (nn_kernels.py)
+for _name, (_eager, _xla) in NN_KERNELS.items():
+    register(OpDef(_name, two_kernels(_eager, _xla), auto_jit_level=2 if _name.startswith("Conv") else 1))
 
 register(OpDef("Placeholder", not_compilable="a graph input: its value is fed at run time"))
 register(OpDef("PyFunc", host=_py_func,

@@ -212,6 +212,43 @@ def one_hot(indices: Tensor, depth: int, dtype: Any = np.float32, name: str | No
     return _node("OneHot", [indices], name, depth=int(depth), dtype=np.dtype(dtype))
 
 
+# ---- convolution and pooling (xla_teach.graph.nn_kernels), NHWC images and HWIO filters -----------
+def _four(v: int | Sequence[int]) -> tuple[int, ...]:
+    """TensorFlow's ``[1, h, w, 1]`` from an int, a pair, or the four numbers."""
+    if isinstance(v, int):
+        return (1, v, v, 1)
+    v = tuple(int(x) for x in v)
+    return (1, *v, 1) if len(v) == 2 else v
+
+
+def conv2d(x: Tensor, filters: Tensor, strides: int | Sequence[int] = 1, padding: str = "VALID",
+           name: str | None = None) -> Tensor:
+    return _node("Conv2D", [x, filters], name, strides=_four(strides), padding=padding)
+
+
+def conv2d_backprop_input(input_sizes: Sequence[int], filters: Tensor, out_backprop: Tensor,
+                          strides: int | Sequence[int] = 1, padding: str = "VALID", name: str | None = None) -> Tensor:
+    return _node("Conv2DBackpropInput", [filters, out_backprop], name, input_sizes=tuple(int(s) for s in input_sizes),
+                 strides=_four(strides), padding=padding)
+
+
+def conv2d_backprop_filter(x: Tensor, filter_sizes: Sequence[int], out_backprop: Tensor,
+                           strides: int | Sequence[int] = 1, padding: str = "VALID", name: str | None = None) -> Tensor:
+    return _node("Conv2DBackpropFilter", [x, out_backprop], name, filter_sizes=tuple(int(s) for s in filter_sizes),
+                 strides=_four(strides), padding=padding)
+
+
+def max_pool(x: Tensor, ksize: int | Sequence[int], strides: int | Sequence[int], padding: str = "VALID",
+             name: str | None = None) -> Tensor:
+    return _node("MaxPool", [x], name, ksize=_four(ksize), strides=_four(strides), padding=padding)
+
+
+def max_pool_grad(orig_input: Tensor, orig_output: Tensor, grad: Tensor, ksize: int | Sequence[int],
+                  strides: int | Sequence[int], padding: str = "VALID", name: str | None = None) -> Tensor:
+    return _node("MaxPoolGrad", [orig_input, orig_output, grad], name, ksize=_four(ksize),
+                 strides=_four(strides), padding=padding)
+
+
 # ---- host ops (not compilable) -------------------------------------------------------------------
 def py_func(func: Callable[..., Any], inputs: Sequence[Tensor], Tout: Any,  # noqa: N803 - TF's name
             shape: Sequence[int] | None = None, name: str | None = None) -> Tensor:
