@@ -288,6 +288,12 @@ def test_explorer_in_a_browser_steps_searches_and_follows_a_source_line(browser,
     details = browser.find_element(By.ID, "details").text
     assert "PYTHON SOURCE" in details.upper()
     assert 'x @ params["w1"]' in details or 'h @ params["w2"]' in details
+    # what a dot computes, from the operation-semantics table, with its example
+    from xla_teach.hlo.op_semantics import SEMANTICS
+
+    assert SEMANTICS["dot"].summary.split("``")[0] in details
+    assert browser.execute_script("return document.querySelector('#details details.semantics pre').textContent"
+                                  ) == SEMANTICS["dot"].example.module
     assert browser.execute_script("return document.querySelectorAll('#graph g.node.selected').length") == 1
     WebDriverWait(browser, 5).until(lambda d: "LLVM IR of" in d.find_element(By.ID, "details").text)
     browser.save_screenshot(str(shots / "3_dot_selected.png"))

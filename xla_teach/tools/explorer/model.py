@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from xla_teach.backends.llvm.kernel_support import kernel_symbols
+from xla_teach.hlo import op_semantics
 from xla_teach.hlo.backend_config import backend_config_object
 from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.hlo.opcodes import CONTROL_FLOW_OPCODES, OPCODES
@@ -62,6 +63,10 @@ class ExplorerData:
     renamed: dict[str, str] = field(default_factory=dict)  # a name notes use -> what holds it now (pass_view)
     rule_code: dict[str, str] = field(default_factory=dict)  # "file:line" -> the code of a rule a step names
     categories: dict[str, str] = field(default_factory=dict)  # opcode -> colour category (a step's boxes)
+    # opcode -> {"summary", "example"} for the opcodes on the page (hlo/op_semantics.py), and the
+    # built docs page they come from ("" when this checkout has no built site)
+    semantics: dict[str, dict[str, str]] = field(default_factory=dict)
+    semantics_page: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return {"title": self.title, "backend": self.backend, "passes": self.passes,
@@ -71,7 +76,7 @@ class ExplorerData:
                 "legend": self.legend, "moduleText": self.module_text,
                 "memory": self.memory, "profile": self.profile, "code": self.code,
                 "renamed": self.renamed, "ruleCode": self.rule_code,
-                "categories": self.categories}
+                "categories": self.categories, "semantics": self.semantics, "semanticsPage": self.semantics_page}
 
 
 def _metadata(instr: HloInstruction) -> dict[str, Any]:
@@ -424,11 +429,26 @@ def build_data(executable: Any, title: str | None = None, graphs: bool = True,
 
 
 def add_colours(data: ExplorerData) -> None:
-    """The colour of each category of op (XLA's), the legend, and each opcode's category."""
+    """The colour of each category of op (XLA's), the legend, and each opcode's category; and
+    what each opcode on the page computes (its operation-semantics entry)."""
     data.palette = {c: [style.COLORS[n].fill, style.COLORS[n].stroke, style.COLORS[n].font]
                     for c, n in style.CATEGORY_COLORS.items()}
     data.legend = [[label, c.fill, c.stroke, c.font] for label, c in style.legend_entries()]
     data.categories = {op: style.category(HloInstruction(op, Shape.scalar("f32"))) for op in OPCODES}
+    add_semantics(data)
+
+
+def add_semantics(data: ExplorerData) -> None:
+    """Each opcode's one-sentence meaning and example (the node panel shows them, offline), and
+    the docs' operation-semantics page when this checkout has built the site (``mkdocs build``)."""
+    opcodes = {entry["opcode"] for entry in data.instructions.values()}
+    for opcode in sorted(opcodes):
+        entry = op_semantics.semantics(opcode)
+        if entry is not None:
+            data.semantics[opcode] = {"summary": entry.summary,
+                                      "example": entry.example.module if entry.example else ""}
+    page = Path(__file__).resolve().parents[3] / "site" / "operation-semantics" / "index.html"
+    data.semantics_page = page.as_uri() if page.is_file() else ""
 
 
 def add_passes(data: ExplorerData, records: list[PassRecord], graphs: bool = True, diffs: bool = True) -> None:

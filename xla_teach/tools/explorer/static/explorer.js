@@ -571,8 +571,20 @@
     return html;
   }
 
+  // What the opcode computes (xla_teach/hlo/op_semantics.py), with its example and the docs page.
+  function semanticsHtml(opcode) {
+    const s = (data.semantics || {})[opcode];
+    if (!s) return "";
+    const page = data.semanticsPage ? ' &middot; <a target="_blank" href="' + esc(data.semanticsPage) + "#op-" + esc(opcode) +
+      '">operation semantics</a>' : ' &middot; <span class="stat">docs: Operation semantics, ' + esc(opcode) + "</span>";
+    let html = '<p class="semantics">' + esc(s.summary).replace(/``([^`]+)``/g, "<code>$1</code>") + page + "</p>";
+    if (s.example) html += '<details class="semantics"><summary>an example of ' + esc(opcode) + "</summary><pre>" + esc(s.example) + "</pre></details>";
+    return html;
+  }
+
   function instructionHtml(name, o) {
     let html = "<h2>" + esc(name) + ' <span class="stat">' + esc(o.opcode) + "</span></h2>";
+    html += semanticsHtml(o.opcode);
     html += "<pre>" + esc(o.line) + "</pre><dl>";
     html += "<dt>shape</dt><dd><code>" + esc(o.shape) + "</code></dd>";
     html += "<dt>computation</dt><dd>" + esc(o.computation) + "</dd>";
