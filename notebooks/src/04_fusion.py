@@ -330,17 +330,21 @@ print("same results:", np.array_equal(out_fused, out_unfused))
 # which exercise 3 and notebook 05 look into.
 
 # %% [markdown]
-# ## Graded exercise: `fusion_decision`
+# ## Graded exercises: `fusion_decision`, then the `capstone`
 #
-# This chapter prepares this exercise (docs/exercises.md). The cell copies the
+# This chapter prepares these exercises (docs/exercises.md). The cell copies each
 # starter file into `~/xla_teach_exercises/` -- never over a copy you already edited -- and grades it
 # with the hidden checks, in a fenced-in process of its own. The task is in the starter's
 # docstring: fill in its `TODO`s, then run the cell again. The untouched starter scores 0.
+#
+# The `capstone` ends the track that `dce`, `cse` and `algsimp_rule` (chapter 03) began: copy your
+# four graded pieces into it and put them in a pipeline, in the order that leaves the fewest
+# kernels. It is graded on small models traced from Python that you have not seen.
 
 # %%
 from xla_teach.exercises import grade, start
 
-for exercise in ['fusion_decision']:
+for exercise in ['fusion_decision', 'capstone']:
     mine = start(exercise)  # your copy, in ~/xla_teach_exercises/: made once, never overwritten
     report = grade(exercise, mine)
     print(mine, "->", report.feedback[0].split(": ")[-1])  # print(report): every check, and why it failed

@@ -228,6 +228,12 @@ from xla_teach.passes.fusion.fusion_rules import fusion_decision
 from xla_teach.passes.fusion.instruction_fusion import FusionConfig
 def should_fuse(producer, consumer):
     return fusion_decision(producer, consumer, FusionConfig()) is None""")),
+    "capstone_library.py": ("capstone", starter_with("capstone", """
+from xla_teach.passes.fusion.instruction_fusion import InstructionFusion
+from xla_teach.passes.simplifiers.cse import CommonSubexpressionElimination as C
+from xla_teach.passes.simplifiers.dce import DeadCodeElimination as D
+def build_pipeline():
+    return [C(), D(), InstructionFusion(), D()]""")),
     "atan2_library.py": ("autodiff_rule", starter_with("autodiff_rule", """
 from xla_teach.frontend.autodiff_rules import _atan2
 def atan2_vjp(ct, inputs, out):

@@ -13,6 +13,10 @@ exercise            the student writes
 ``liveness``        ``live_ranges`` and ``peak_bytes`` of a computation in a given order
 ``bisect``          ``find_broken_pass(module, pipeline, args)``: name the pass that breaks
 ``autodiff_rule``   ``atan2_vjp(ct, inputs, out)``: atan2's vector-Jacobian product
+``sharding``        ``device_slices`` and ``reshard``: each device's piece, the collective
+``read_dump``       kernels, fusions and source lines in XLA's own optimized dumps
+``capstone``        ``build_pipeline()``: the student's DCE, CSE, rule and fusion as one
+                    pipeline, graded on traced models the student has not seen
 ==================  ====================================================================
 
 Start from the starter file (``notebooks/exercises/NAME.py``, or :func:`copy_starter`),
@@ -41,7 +45,7 @@ from xla_teach.exercises.starters import solution_file, starter_file
 
 # In the order a student meets them; each names a module of xla_teach/exercises/graders/.
 EXERCISE_NAMES = ("shape_inference", "dce", "cse", "algsimp_rule", "fusion_decision", "elemental_emitter",
-                  "reduction_loop", "liveness", "bisect", "autodiff_rule", "sharding", "read_dump")
+                  "reduction_loop", "liveness", "bisect", "autodiff_rule", "sharding", "read_dump", "capstone")
 
 
 @functools.cache

@@ -113,6 +113,18 @@ HINTS: dict[str, dict[str, str]] = {
         "fused-lines": "the line of every instruction inside the fusion (nested fusions too) that has a "
                        "stack_frame_id, each line once, sorted",
     },
+    "capstone": {
+        "removes-dead-code": "dead code elimination must run after the passes that can leave values unused: the "
+                             "simplifier leaves the operands of what it replaced, CSE the duplicates it merged",
+        "merges-duplicates": "CSE has to run before fusion: once two equal products sit in different fusions, "
+                             "they no longer look the same",
+        "applies-your-rule": "put simplifier_with(rewrite) in the list; it must see the multiply before fusion "
+                             "hides it inside a fused computation",
+        "fuses-like-the-reference": "fusion only sees what is left: merge duplicates and drop dead values first, "
+                                    "then fuse, then remove what fusion left unused",
+        "runs-compiled": "this check runs once the pipeline is as good as the reference: fix the kernel count "
+                         "first",
+    },
 }
 
 

@@ -433,12 +433,31 @@ def read_dump(solution: ModuleType, entry: str, dump: str, args: dict[str, Any])
     return {"answer": answer}
 
 
+# ---- capstone: the student's whole optimization pipeline ----------------------------------------------------
+def run_pipeline(solution: ModuleType, entry: str, text: str) -> dict[str, Any]:
+    """``build_pipeline()``'s passes, run in order on ``text``; the module after them and the
+    passes' names (judged in the grader's process)."""
+    passes = getattr(solution, entry)()
+    if not isinstance(passes, list | tuple) or not passes:
+        raise CaseFailed(f"{entry}() must return a non-empty list of passes, but returned {passes!r}")
+    module = parse_hlo(text)
+    for p in passes:
+        if not isinstance(p, HloPass):
+            raise CaseFailed(f"{entry}() returned {p!r}, which is not an HloPass (an instance, not the class)")
+        changed = p.run(module)
+        if not isinstance(changed, bool | np.bool_):
+            raise CaseFailed(f"{type(p).__name__}.run() must return True or False, but returned {changed!r}")
+    check_verifies(module, text)
+    return {"text": _module_text(module), "passes": [getattr(p, "name", type(p).__name__) for p in passes]}
+
+
 TASKS: dict[str, Callable[..., dict[str, Any]]] = {
     "run_pass": run_pass, "simplify": simplify, "decide": decide,
     "find_broken_pass": find_broken_pass, "infer_shape": infer_shape,
     "liveness": liveness, "atan2_gradient_hlo": atan2_gradient_hlo,
     "emit_map_kernel": emit_map_kernel, "emit_row_sum_kernel": emit_row_sum_kernel,
     "device_slices": device_slices, "reshard": reshard, "read_dump": read_dump,
+    "run_pipeline": run_pipeline,
 }
 # What the grader's runner does with what a student's code made (see sandbox.StudentProcess.runner).
 RUNNER_TASKS: dict[str, Callable[..., dict[str, Any]]] = {

@@ -40,6 +40,11 @@ WITHHELD: dict[str, tuple[str, ...]] = {
                  "xla_teach.hlo.sharding:HloSharding.shard", "xla_teach.hlo.sharding:HloSharding.assemble",
                  "xla_teach.passes.spmd.spmd_partitioner"),
     "read_dump": ("xla_teach.tools.explorer.structural_diff:fusion_owners",),
+    # the capstone's pipeline: the student's DCE, CSE, rule and fusion decision (capstone_support.py keeps
+    # the simplifier's and the fusion pass's machinery, which the student did not write)
+    "capstone": ("xla_teach.passes.simplifiers.dce", "xla_teach.passes.simplifiers.cse",
+                 "xla_teach.passes.simplifiers.algsimp_rules_arith",
+                 "xla_teach.passes.fusion.fusion_rules:fusion_decision"),
 }
 
 
