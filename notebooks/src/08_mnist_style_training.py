@@ -318,7 +318,8 @@ for name, opt in [("sgd", optimizers.sgd(0.5)), ("momentum", optimizers.momentum
 # 4. **Read the trace.** Write the Chrome trace to a file you keep, open it in
 #    https://ui.perfetto.dev, and find the longest kernel of the compiled step. Which HLO
 #    instructions does it contain (`compiled.as_text("optimized_hlo")`)?
-# 5. **Learning rate.** Train with SGD at learning rates 0.05, 0.5 and 5. Which one
-#    diverges, and what does the loss curve look like? Then add a learning-rate
+# 5. **Learning rate.** Train with SGD at learning rates 0.05, 0.5 and 5. Which one makes
+#    the loss jump about, and why does none of them blow up to infinity (hint: the gradient
+#    of the loss with respect to the logits)? Then add a learning-rate
 #    schedule: pass the rate into the step as an argument -- does it recompile when
 #    the value changes? Why not?
