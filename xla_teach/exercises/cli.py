@@ -13,7 +13,9 @@ Importing this module registers ``grade`` with :mod:`xla_teach.tools.cli` (which
 from __future__ import annotations
 
 import argparse
+import sys
 import textwrap
+from pathlib import Path
 
 from xla_teach.tools.cli.registry import register
 
@@ -73,5 +75,29 @@ def run_grade(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
+KIT_HELP = ("make a course kit from this checkout: 'student' (notebooks, starters, requirements.txt; no answers) "
+            "or 'teacher' (reference solutions, answer keys, the teacher's guide)")
+
+
+def configure_kit(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("which", choices=("student", "teacher"), help="whose kit")
+    parser.add_argument("folder", help="a new (or empty) folder to write it into")
+    parser.add_argument("--package", default="xla-teach", help="student kit: how requirements.txt names "
+                        "xla_teach (a version, a wheel's URL, 'git+https://...'); default xla-teach")
+
+
+def run_kit(args: argparse.Namespace) -> int:
+    from xla_teach.exercises.kits import KitError, student_kit, teacher_kit
+
+    try:
+        folder = Path(args.folder)
+        kit = student_kit(folder, args.package) if args.which == "student" else teacher_kit(folder)
+    except KitError as err:
+        print(f"xla-teach kit: {err}", file=sys.stderr)
+        return 2
+    print(f"{args.which} kit: {len(kit.files)} files in {kit.folder}")
+    return 0
+
 
 register("grade", HELP, configure_grade, run_grade)
+register("kit", KIT_HELP, configure_kit, run_kit)

@@ -37,7 +37,7 @@ from xla_teach.tools.cli.registry import SUBCOMMANDS, add_bool, register, rewrit
 PROG = "xla-teach"
 # How `xla-teach --help` lists them: XLA's tools first.
 HELP_ORDER = ("replay", "run-hlo-module", "opt", "bisect", "timeline", "flags", "explore", "diff", "render", "demo",
-              "aot", "grade")
+              "aot", "grade", "kit")
 
 
 def add_platform(parser: argparse.ArgumentParser, default: str = "cpu", *aliases: str) -> None:
