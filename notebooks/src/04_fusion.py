@@ -109,11 +109,31 @@ ENTRY main {
   ROOT relu = f32[16,8] maximum(pre, zeros)
 }
 """
-for text in (INPUT_HLO, OUTPUT_HLO):
+kinds = {"kLoop": loop}
+for kind, text in (("kInput", INPUT_HLO), ("kOutput", OUTPUT_HLO)):
     executable = compile_module(text, "cpu")
+    kinds[kind] = executable
     print(f"--- {executable.module.name}")
     describe_fusions(executable)
     print(executable.module.entry.to_text(print_metadata=False), "\n")
+
+# %% [markdown]
+# The three kinds side by side, as the optimized modules' graphs: each grey cluster is a
+# fusion's computation (one kernel), with the instructions it holds; the boxes outside are
+# the parameters it reads.
+
+# %%
+from IPython.display import HTML, display
+
+from xla_teach.tools.render import have_dot, render_svg, svg_for_inline
+
+if have_dot():
+    pictures = "".join(f'<div style="flex:1;min-width:0">{svg_for_inline(render_svg(e.module.to_text(), title=kind))}'
+                       "</div>" for kind, e in kinds.items())
+    display(HTML('<style>.fusion-kinds svg {max-width: 100%; height: auto}</style>'
+                 f'<div class="fusion-kinds" style="display:flex;gap:1em;align-items:flex-start">{pictures}</div>'))
+else:
+    print("Graphviz's `dot` is not available: the texts above are the pictures (apt-get install graphviz).")
 
 # %% [markdown]
 # ## 2. Decisions, and rejected candidates

@@ -293,13 +293,36 @@ draw_one_step(timeline)
 # count) goes in and out of the step as arrays.
 
 # %%
+curves = {}
 for name, opt in [("sgd", optimizers.sgd(0.5)), ("momentum", optimizers.momentum(0.1)),
                   ("rmsprop", optimizers.rmsprop(0.01)), ("adam", optimizers.adam(0.02))]:
     params_o, losses_o, step_o = train(opt, epochs=5, log=False)
+    curves[name] = losses_o
     acc, _ = accuracy(params_o, x_test, y_test)
     info = step_o.cache_info()
     print(f"{name:<9} loss {losses_o[0]:.3f} -> {losses_o[-1]:.3f}   test accuracy {acc:.3f}   "
           f"compiled {info.misses}x, {info.hits} hits")
+
+# %% [markdown]
+# The loss curves, with the first run's SGD (10 epochs) for reference:
+
+# %%
+try:
+    import matplotlib.pyplot as plt
+except ImportError:
+    plt = None
+    print("matplotlib is not installed: the losses are printed above")
+if plt is not None:
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    ax.plot(range(1, len(losses) + 1), losses, "k--", label="sgd, 10 epochs (section 2)")
+    for name, curve in curves.items():
+        ax.plot(range(1, len(curve) + 1), curve, "o-", label=name)
+    ax.set_xlabel("epoch", fontsize=11)
+    ax.set_ylabel("mean training loss", fontsize=11)
+    ax.set_title("cross-entropy while training, by optimizer", fontsize=12)
+    ax.legend(fontsize=10)
+    fig.tight_layout()
+    plt.show()
 
 # %% [markdown]
 # ## Exercises

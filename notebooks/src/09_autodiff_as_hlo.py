@@ -82,7 +82,7 @@ backward_table(lowered.module, "jit(grad_f)/")
 
 # %%
 compiled = lowered.compile()
-print(compiled.as_text("optimized_hlo"))
+print(compiled.as_text("optimized_hlo", short_metadata=True))
 for record in compiled.pass_records():
     if record.changed:
         print(f"{record.pass_name:<28} {record.instructions_before:>3} -> {record.instructions_after:>3} instructions")
@@ -199,9 +199,37 @@ for fn in (f, softplus_sum, normalized, max_sq):
 # %%
 x32 = x64.astype(np.float32)
 analytic = xt.jit(xt.grad(normalized))(x32)
-for eps in (1e-1, 1e-2, 1e-3, 1e-4, 1e-5):
+epsilons = [10.0 ** -k for k in np.arange(0.5, 6.01, 0.5)]
+errors = []
+for eps in epsilons:
     numeric = finite_differences(normalized, x32, eps=np.float32(eps))
-    print(f"eps {eps:7.0e}: max |analytic - numeric| = {np.max(np.abs(analytic - numeric)):.1e}")
+    errors.append(float(np.max(np.abs(analytic - numeric))))
+    print(f"eps {eps:7.0e}: max |analytic - numeric| = {errors[-1]:.1e}")
+
+# %% [markdown]
+# Drawn on log-log axes, the error is the sum of two straight lines: truncation, falling as
+# `eps^2` to the left, and rounding, rising as `1/eps` to the right. The best `eps` sits at
+# their crossing, near the cube root of float32's epsilon (about `5e-3`).
+
+# %%
+try:
+    import matplotlib.pyplot as plt
+except ImportError:
+    plt = None
+    print("matplotlib is not installed: the table above is the curve")
+if plt is not None:
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    ax.loglog(epsilons, errors, "o-", label="measured (float32)")
+    top = errors[0] / epsilons[0] ** 2
+    ax.loglog(epsilons, [top * e ** 2 for e in epsilons], "--", color="gray", label="truncation ~ eps^2")
+    ax.loglog(epsilons, [6e-8 / e for e in epsilons], ":", color="gray", label="rounding ~ 1e-7 / eps")
+    ax.set_xlabel("eps", fontsize=11)
+    ax.set_ylabel("max |analytic - numeric|", fontsize=11)
+    ax.set_ylim(min(errors) / 10, max(errors) * 10)
+    ax.legend(fontsize=10)
+    ax.set_title("finite differences in float32: the U-curve", fontsize=12)
+    fig.tight_layout()
+    plt.show()
 
 # %% [markdown]
 # ## Graded exercise: `autodiff_rule`

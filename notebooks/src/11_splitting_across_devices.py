@@ -97,7 +97,7 @@ def matmul(a, w):
 # %%
 module, notes = per_device_program(matmul, (rows, whole), A, W)
 print("\n".join(notes))
-print(module.entry.to_text())
+print(module.entry.to_text(print_metadata=False))
 print("sent per device:", bytes_sent(module))
 
 # %% [markdown]
@@ -118,6 +118,17 @@ print("sent per device:", bytes_sent(module))
 
 # %%
 module
+
+# %% [markdown]
+# The compile explorer draws the same per-device program with its shardings: each value split
+# across the devices has a band down the left of its box and a line saying how
+# (`split 1x4`: columns in four pieces; `replicated`), values split alike in one colour, and the
+# `all-reduce` in the collectives' colour. Click a box for its full sharding; step through the
+# passes on the left to the `spmd-partitioning` stage to see the global program become the
+# per-device one.
+
+# %%
+xla_teach.jit(matmul, in_shardings=(cols, rows)).lower(A, W).compile().explore()
 
 # %% [markdown]
 # **3 · Columns of `w` split, `a` whole.** Each device computes its 32 columns of the result

@@ -53,11 +53,13 @@ class Lowered:
         self.backend = backend
         self._compile_fn = compile_fn
 
-    def as_text(self, stage: str = "hlo") -> str:
-        """The module as HLO text (``"hlo"``), or a later stage (compiles first)."""
+    def as_text(self, stage: str = "hlo", **print_options: Any) -> str:
+        """The module as HLO text (``"hlo"``), or a later stage (compiles first). For the HLO
+        stages, ``print_options`` are the printer's (``print_metadata=False``,
+        ``short_metadata=True``: the source file's name without its folder)."""
         if _normalize_stage(stage) == "hlo":
-            return self.module.to_text()
-        return self.compile().as_text(stage)
+            return self.module.to_text(**print_options)
+        return self.compile().as_text(stage, **print_options)
 
     def compile(self) -> Compiled:
         return self._compile_fn()
@@ -80,13 +82,15 @@ class Compiled:
     def backend(self) -> str:
         return str(self.executable.backend)
 
-    def as_text(self, stage: str = "optimized_hlo") -> str:
+    def as_text(self, stage: str = "optimized_hlo", **print_options: Any) -> str:
         name = _normalize_stage(stage)
         artifacts = self.executable.artifacts
         if name == "hlo":
             raise ValueError("the unoptimized module is Lowered.as_text('hlo'); a Compiled holds the optimized one")
+        if print_options and name != "optimized_hlo":
+            raise ValueError(f"print options ({', '.join(print_options)}) apply to the HLO stages, not to '{stage}'")
         if name == "optimized_hlo":
-            return artifacts.optimized_module.to_text()
+            return artifacts.optimized_module.to_text(**print_options)
         if name == "optimized_hlo_dot":
             try:
                 from xla_teach.tools.render import hlo_to_dot

@@ -276,9 +276,16 @@ class OpMetadata:
         value = self.fields.get("op_name", "")
         return str(value)
 
-    def to_text(self) -> str:
+    def to_text(self, short: bool = False) -> str:
+        """``{op_name="..." source_file="..." source_line=3}``; ``short`` keeps only the source
+        file's name (not its folder: a notebook's is ``/tmp/ipykernel_1234/...``) and drops
+        the fields other than ``op_name``, ``source_file`` and ``source_line``."""
         parts = []
         for key, value in self.fields.items():
+            if short and key not in ("op_name", "source_file", "source_line"):
+                continue
+            if short and key == "source_file":
+                value = str(value).replace("\\", "/").rsplit("/", 1)[-1]
             parts.append(f"{key}={quote_string(value) if isinstance(value, str) else value}")
         return "{" + " ".join(parts) + "}"
 

@@ -34,6 +34,7 @@ LARGE_CONSTANT_ELEMENTS = 10  # dumps elide constants with more elements unless 
 class PrintOptions:
     long_form: bool = True  # "%" before names, computation signatures
     print_metadata: bool = True
+    short_metadata: bool = False  # metadata with the source file's name only, and no other fields
     print_backend_config: bool = True
     print_large_constants: bool = True  # False: constants with > 10 elements print as {...}
     print_operand_shapes: bool = False  # old style: add(f32[] %a, f32[] %b)
@@ -120,7 +121,7 @@ def attributes_text(instr: HloInstruction, opts: PrintOptions | None = None) -> 
         preds = ", ".join(_ref(p.name, opts) for p in instr.control_predecessors)
         items.append("control-predecessors={" + preds + "}")
     if opts.print_metadata and instr.metadata is not None and not instr.metadata.is_empty():
-        items.append("metadata=" + instr.metadata.to_text())
+        items.append("metadata=" + instr.metadata.to_text(short=opts.short_metadata))
     if opts.print_backend_config and instr.backend_config:
         items.append("backend_config=" + instr.backend_config)
     return items
