@@ -40,9 +40,27 @@ def _script(name: str) -> ModuleType:
     return module
 
 
+# The pictures each notebook must draw (matplotlib charts, Graphviz graphs, the compile explorer
+# inline): a notebook that silently stops drawing fails here. Graphviz's pictures need `dot`.
+PICTURES = {"01_first_jit": 2, "04_fusion": 2, "06_buffer_assignment": 2, "08_mnist_style_training": 3,
+            "09_autodiff_as_hlo": 2, "10_auto_clustering_and_aot": 2, "11_splitting_across_devices": 2}
+
+
+def _pictures(notebook) -> int:  # type: ignore[no-untyped-def]
+    count = 0
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            html = "".join(data.get("text/html", ""))
+            count += any(k in data for k in ("image/png", "image/svg+xml")) or "<svg" in html or "<iframe" in html
+    return count
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(path: Path, tmp_path: Path) -> None:
+    import shutil
+
     workdir = tmp_path / "cwd"
     workdir.mkdir()
     notebook = _script("execute_notebooks").execute(path, workdir)  # raises CellExecutionError, with the failing cell and its traceback
@@ -50,6 +68,8 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
               if output.get("output_type") == "error"]
     assert not errors, f"{path.name}: cells produced errors: {errors}"
     assert not any(workdir.iterdir()), f"{path.name} left files in its working directory: {list(workdir.iterdir())}"
+    if shutil.which("dot"):
+        assert _pictures(notebook) >= PICTURES.get(path.stem, 0), f"{path.name} drew {_pictures(notebook)} pictures"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
