@@ -27,6 +27,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # (what students get) does not carry them. Teachers, graders' tests and CI use the checkout.
 SOLUTIONS_DIR = REPO_ROOT / "exercise_solutions"
 STARTERS_DIR = REPO_ROOT / "notebooks" / "exercises"
+INSTALLED_STARTERS_DIR = Path(__file__).resolve().parent / "starter_files"  # in a wheel (see setup.py)
 
 _BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN SOLUTION(?::\s*(?P<todo>.*))?$")
 _END = re.compile(r"^\s*# END SOLUTION\s*$")
@@ -73,9 +74,12 @@ def solution_file(exercise: str) -> Path:
 
 def starter_file(exercise: str) -> Path:
     """``notebooks/exercises/NAME.py`` -- or ``NAME_exercise.py`` when ``NAME`` is a module of
-    Python's standard library: a ``bisect.py`` next to a notebook would hide Python's ``bisect``."""
+    Python's standard library: a ``bisect.py`` next to a notebook would hide Python's ``bisect``.
+    An installed xla_teach (no repository around it) has the same files in
+    ``xla_teach/exercises/starter_files/``: the build copies them there (``setup.py``)."""
     stem = f"{exercise}_exercise" if exercise in sys.stdlib_module_names else exercise
-    return STARTERS_DIR / f"{stem}.py"
+    folder = STARTERS_DIR if STARTERS_DIR.is_dir() else INSTALLED_STARTERS_DIR
+    return folder / f"{stem}.py"
 
 
 def starter_text(exercise: str) -> str:
