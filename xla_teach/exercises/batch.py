@@ -69,6 +69,9 @@ def grade_folder(exercise: str, folder: str | Path, out: str | Path | None = Non
     """Grade every submission in ``folder``; write the results to ``out`` (a new or empty folder;
     default ``grades_EXERCISE`` next to ``folder``). ``progress(done, total, student)`` is called
     after each submission."""
+    from xla_teach.exercises.grading import require_posix
+
+    require_posix()
     from xla_teach.exercises import get_exercise, grade
 
     ex = get_exercise(exercise)

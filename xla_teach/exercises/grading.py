@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import signal
 import sys
 import threading
@@ -224,6 +225,14 @@ def time_limit(seconds: float) -> Iterator[None]:
 
 
 # ---- running the checks -------------------------------------------------------------------------
+def require_posix() -> None:
+    """The grader runs each submission in a child process it talks to over inherited pipes and
+    stops by process group: POSIX (Linux, macOS). Say so plainly elsewhere."""
+    if os.name != "posix":
+        raise ExerciseError("grading runs each submission in a fenced-in child process, which needs a POSIX "
+                            "system (Linux or macOS); on Windows, run xla-teach in WSL")
+
+
 def run_checks(exercise: str, solution_path: Path, checks: Sequence[Check],
                entry_points: Sequence[tuple[str, str]]) -> GradeReport:
     """Load the solution in a child process of its own (checking it defines ``entry_points``:
@@ -231,6 +240,7 @@ def run_checks(exercise: str, solution_path: Path, checks: Sequence[Check],
     from xla_teach.exercises.confinement import Limits
     from xla_teach.exercises.sandbox import StudentProcess
 
+    require_posix()
     start = time.perf_counter()
     report = GradeReport(exercise, str(solution_path), [])
     with StudentProcess(exercise, solution_path, entry_points, Limits(seconds_per_case=CASE_TIME_LIMIT_S)) as student:
