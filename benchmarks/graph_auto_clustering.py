@@ -7,8 +7,11 @@ The model is ``xla_teach.graph.cifar_example`` (4 convolutions, 2 poolings, 2 de
 RMSprop, gradients written as graph ops). The same graph runs in two sessions side by side in
 this process: ``--tf_xla_auto_jit=-1`` (every op its own NumPy kernel, as TensorFlow runs it
 without XLA) and ``--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit`` (one XLA cluster; the two
-host ops run beside it). Steps alternate between the two, the median step of each is taken,
-and an epoch is 50,000 images (CIFAR-10's training set) at that step time. The tutorial
+host ops run beside it). The two are timed in blocks (eager steps, clustered steps, and again;
+`block_medians`): interleaved step by step, each eager step ran right after a compiled one and
+came out 20-40 % slower than in a block of its own (its NumPy kernels then start on cold caches
+and freshly returned memory), which would flatter auto-clustering. An epoch is 50,000 images
+(CIFAR-10's training set) at the median step time. The tutorial
 reported about 1.17x on a Titan V GPU for its 25 epochs.
 """
 
@@ -20,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import header, paired_medians  # noqa: E402
+from common import block_medians, header  # noqa: E402
 
 from xla_teach.graph import Session, kernel_launches  # noqa: E402
 from xla_teach.graph.cifar_example import PARAMS, STEP_FETCHES, build_cifar_step, feeds  # noqa: E402
@@ -43,8 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     clustered.run(STEP_FETCHES, values)
     compile_s = time.perf_counter() - start
     eager.run(STEP_FETCHES, values)
-    t_eager, t_xla = paired_medians(lambda: eager.run(STEP_FETCHES, values),
-                                    lambda: clustered.run(STEP_FETCHES, values), runs=a.steps)
+    t_eager, t_xla = block_medians(lambda: eager.run(STEP_FETCHES, values),
+                                   lambda: clustered.run(STEP_FETCHES, values), runs=a.steps)
     timeline = Timeline()
     for session, track in ((eager, "eager"), (clustered, "xla")):
         with timeline.on_track(track):
