@@ -56,3 +56,20 @@ def test_a_pipeline_in_a_worse_order_or_missing_a_pass_loses_exactly_what_it_sho
 def test_a_pipeline_that_does_nothing_scores_nothing(tmp_path: Path) -> None:
     source = _with_pipeline(tmp_path, "[]")
     assert grade("capstone", source).score == 0
+
+
+def test_the_capstone_solution_holds_the_four_graded_solutions_as_they_are() -> None:
+    """The capstone's reference solution is the four earlier reference solutions copied in (as a
+    student copies theirs): when one of them changes, this fails until the capstone is updated."""
+    capstone = solution_file("capstone").read_text()
+
+    def body(name: str) -> list[str]:
+        text = solution_file(name).read_text()
+        code = text[text.index('"""', text.index('"""') + 3) + 3:]  # after the module docstring
+        return [line for line in code.splitlines() if line.strip() and not line.lstrip().startswith(
+            ("# BEGIN SOLUTION", "from ", "import ", "# END SOLUTION"))]
+
+    lines = set(capstone.splitlines())
+    for name in ("dce", "cse", "algsimp_rule", "fusion_decision"):
+        missing = [line for line in body(name) if line not in lines]
+        assert not missing, f"capstone.py lacks {name}.py's lines: {missing[:3]}"

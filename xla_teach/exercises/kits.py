@@ -59,6 +59,17 @@ def _fresh(dest: Path) -> Path:
     return dest
 
 
+def _copy_into(dest: Path, folders: dict[str, list[Path]]) -> list[Path]:
+    """Copy each folder's files into ``dest/<folder>/``; the copies' paths."""
+    copies = []
+    for folder, sources in folders.items():
+        (dest / folder).mkdir(exist_ok=True)
+        for source in sources:
+            shutil.copyfile(source, dest / folder / source.name)
+            copies.append(dest / folder / source.name)
+    return copies
+
+
 def hidden_runs(solution: Path, length: int = 3) -> set[str]:
     """Every run of ``length`` consecutive code lines that a reference solution's starter leaves
     out (stripped, comments and blank lines dropped): a run that shows up elsewhere means the
@@ -81,12 +92,7 @@ def student_kit(dest: Path, package: str = "xla-teach") -> Kit:
     notebooks = sorted(_need(NOTEBOOKS_DIR, "the notebooks folder").glob("[0-9][0-9]_*.ipynb"))
     starters = sorted(_need(STARTERS_DIR, "the exercise starters").glob("*.py"))
     dest = _fresh(dest)
-    files = []
-    for source, folder in [(n, "notebooks") for n in notebooks] + [(s, "exercises") for s in starters]:
-        target = dest / folder / source.name
-        target.parent.mkdir(exist_ok=True)
-        shutil.copyfile(source, target)
-        files.append(target)
+    files = _copy_into(dest, {"notebooks": notebooks, "exercises": starters})
     (dest / "requirements.txt").write_text(f"{package}\nmatplotlib\njupyter\n")
     (dest / "README.md").write_text(_STUDENT_README.format(package=package))
     files += [dest / "requirements.txt", dest / "README.md"]
@@ -113,12 +119,7 @@ def teacher_kit(dest: Path) -> Kit:
     solutions = sorted(_need(SOLUTIONS_DIR, "the reference solutions").glob("*.py"))
     keys = sorted(_need(KEYS_DIR, "the answer keys").glob("*.py"))
     dest = _fresh(dest)
-    files = []
-    for source, folder in [(s, "solutions") for s in solutions] + [(k, "keys") for k in keys]:
-        target = dest / folder / source.name
-        target.parent.mkdir(exist_ok=True)
-        shutil.copyfile(source, target)
-        files.append(target)
+    files = _copy_into(dest, {"solutions": solutions, "keys": keys})
     (dest / "guide.md").write_text(teachers_guide())
     files.append(dest / "guide.md")
     return Kit(dest, files)

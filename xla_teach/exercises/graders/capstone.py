@@ -163,29 +163,27 @@ def _passes_named(solution: StudentProcess, text: str) -> str:
 
 
 # ---- cases -----------------------------------------------------------------------------------------------
-def _no_dead_code(text: str, solution: StudentProcess) -> None:
+def _nothing_left(text: str, solution: StudentProcess, find: Callable[[HloModule], list[str]], what: str) -> None:
+    """After the student's pipeline the program computes the same, and ``find`` finds nothing;
+    otherwise the case fails with ``what`` and the first few things found."""
     _, module, after = _optimized(text, solution)
-    dead = dead_instructions(module)
-    if dead:
-        raise CaseFailed(f"instruction(s) nothing reads are still in the ENTRY: {', '.join(dead[:8])}\n"
-                         + show("program", text) + "\n" + show("after your pipeline", after))
+    left = find(module)
+    if left:
+        raise CaseFailed(f"{what}: {', '.join(left[:8])}\n" + show("program", text) + "\n"
+                         + show("after your pipeline", after))
+
+
+def _no_dead_code(text: str, solution: StudentProcess) -> None:
+    _nothing_left(text, solution, dead_instructions, "instruction(s) nothing reads are still in the ENTRY")
 
 
 def _no_duplicates(text: str, solution: StudentProcess) -> None:
-    _, module, after = _optimized(text, solution)
-    pairs = duplicates(module)
-    if pairs:
-        listed = ", ".join(f"{a} = {b}" for a, b in pairs[:6])
-        raise CaseFailed(f"instructions that compute the same value are still both there: {listed}\n"
-                         + show("program", text) + "\n" + show("after your pipeline", after))
+    _nothing_left(text, solution, lambda m: [f"{a} = {b}" for a, b in duplicates(m)],
+                  "instructions that compute the same value are still both there")
 
 
 def _no_multiply_by_one(text: str, solution: StudentProcess) -> None:
-    _, module, after = _optimized(text, solution)
-    left = multiplications_by_one(module)
-    if left:
-        raise CaseFailed(f"multiplications by ones are still there: {', '.join(left)}\n"
-                         + show("program", text) + "\n" + show("after your pipeline", after))
+    _nothing_left(text, solution, multiplications_by_one, "multiplications by ones are still there")
 
 
 def _few_kernels(text: str, solution: StudentProcess) -> None:
