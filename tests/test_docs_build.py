@@ -269,3 +269,22 @@ def test_the_passes_page_prints_each_pipeline_from_the_code(site: Path) -> None:
     for pipeline in (cpu_pipeline(), gpu_pipeline()):
         assert pipeline.describe() in text
     assert "pipeline, generated" not in text
+
+
+def test_the_tutorials_index_gives_every_chapter_a_sentence() -> None:
+    import importlib.util
+
+    hooks = Path(__file__).resolve().parents[1] / "docs" / "hooks"
+    sys.path.insert(0, str(hooks))
+    try:
+        spec = importlib.util.spec_from_file_location("tutorials_hook", hooks / "tutorials.py")
+        assert spec is not None and spec.loader is not None
+        tutorials = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(tutorials)
+        builder = tutorials._script("build_notebooks")
+        for source in builder.sources():
+            cells = builder.parse_percent_source(source.read_text(), source.name)
+            line = tutorials.first_line(cells[0].source)
+            assert line.endswith(".") and len(line) > 25 and "```" not in line, (source.name, line)
+    finally:
+        sys.path.remove(str(hooks))

@@ -18,6 +18,7 @@ the notebooks (the pages then say so).
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import os
 import re
@@ -108,17 +109,58 @@ def tutorial_page(source: Path, cells: list, notebook_name: str, outputs: list[l
     return "\n\n".join(parts) + "\n"
 
 
-def index_page(rows: list[tuple[str, str]]) -> str:
+def index_page(rows: list[tuple[str, str, str, str]]) -> str:
+    """One entry per chapter: its first picture (when the notebooks ran), title and first line."""
     lines = [
         "# Tutorials",
         "",
-        "The notebooks in `notebooks/`, one idea each, from a first `jit` to reading a gradient's HLO. "
-        "Each ends with exercises; the test suite runs all of them headless on the CPU (GPU cells say so "
-        "when there is no GPU). Download a notebook from its page, or open it in a checkout.",
+        "The notebooks in `notebooks/`, one idea each, from a first `jit` to splitting a program across "
+        "devices. Each ends with exercises (teachers: answer keys in the teacher kit); the test suite runs all "
+        "of them headless on the CPU (GPU cells say so when there is no GPU). Download a notebook from its page, "
+        "or open it in a checkout. The [learning path](../learning-path.md) gives the order, times and a weekly "
+        "plan.",
         "",
+        '<table class="tutorial-index">',
     ]
-    lines += [f"* [{title}]({page})" for title, page in rows]
+    for title, page, line, picture in rows:
+        link = page.removesuffix(".md") + "/"
+        lines.append(f'<tr><td style="width:260px">{picture}</td>'
+                     f'<td><a href="{link}"><b>{html.escape(title)}</b></a><br>{html.escape(line)}</td></tr>')
+    lines.append("</table>")
     return "\n".join(lines) + "\n"
+
+
+def first_line(markdown: str) -> str:
+    """The first sentence of a chapter's introduction (after its title, code blocks skipped),
+    as plain text."""
+    paragraphs = re.split(r"\n\s*\n", "\n".join(markdown.splitlines()[1:]))
+    prose = [" ".join(line.strip() for line in p.strip().splitlines()) for p in paragraphs]
+    prose = [p for p in prose if p and not p.startswith(("```", "#", "|", "* ", "1.")) and "." in p]
+    if not prose:  # (a paragraph without a full stop leads into a code block: not a summary)
+        return ""
+    body = prose[0]
+    sentence = re.split(r"(?<=\.)\s", body, maxsplit=1)[0].rstrip(":")
+    pieces = sentence.split("`")  # emphasis marks go, code spans keep their characters (y*z)
+    sentence = "".join(piece if k % 2 else piece.replace("*", "") for k, piece in enumerate(pieces))
+    return re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", sentence)
+
+
+def first_picture(outputs: list[list[dict[str, Any]]] | None) -> str:
+    """The chapter's first figure as a thumbnail: a PNG, else a graph's SVG ("" when none)."""
+    for cell in outputs or []:
+        for output in cell:
+            data = output.get("data", {})
+            if "image/png" in data:
+                png = str(data["image/png"]).strip()
+                return f'<img alt="figure" src="data:image/png;base64,{png}" style="width:250px">'
+    for cell in outputs or []:
+        for output in cell:
+            data = output.get("data", {})
+            html = "".join(data.get("image/svg+xml", "")) or "".join(data.get("text/html", ""))
+            if "<svg" in html and "</svg>" in html and "<iframe" not in html:
+                svg = html[html.index("<svg"):html.index("</svg>") + 6]
+                return f'<div style="width:250px;max-height:260px;overflow:hidden">{svg}</div>'
+    return ""
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
@@ -145,7 +187,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         first = cells[0].source if cells[0].kind == "markdown" else ""
         title = title_of(first, source.stem)
         nav.append({title: page})
-        rows.append((title, f"{source.stem}.md"))
+        rows.append((title, f"{source.stem}.md", first_line(first), first_picture(outputs)))
     add_generated_file(files, config, f"{PAGE_DIR}/index.md", index_page(rows), GENERATOR)
     set_nav_entries(config, NAV_SECTION, nav, PAGE_DIR + "/")
     return files

@@ -225,6 +225,12 @@ if len(summary_rows) > 30:
 # what Keras's `fit` builds behind the scenes). Op by op, each convolution is one NumPy kernel
 # (a sum of nine matrix products, one per tap of the 3x3 window); auto-clustered, the whole step
 # but the two host ops is one XLA cluster. An epoch is CIFAR-10's 50,000 training images.
+#
+# Take the ratio below with care: inside a Jupyter kernel on a small machine the op-by-op run
+# can come out several times slower than the same code in a plain script (NumPy's threaded
+# matrix products compete with the kernel's own threads, and each op starts on memory the
+# cluster's run just used). `benchmarks/graph_auto_clustering.py` times both sides in blocks in
+# a plain process: 3.4x on the 2-core machine of docs/performance.md.
 
 # %%
 import time
