@@ -216,3 +216,26 @@ ENTRY main {
 }"""
     got, want = run_both(text, None, "cpu", seed=5)
     assert_same(got, want)
+
+
+def test_a_few_row_product_with_an_addend_splits_its_columns_and_copies_only_its_own() -> None:
+    """``acc + a @ b`` with 32 rows and 1024 columns (an RNN step's gates plus the bias-and-input
+    term): the threads split the columns, each first copying its own columns of ``acc`` (another
+    buffer here) and then adding its gemm into them. The result is within the bound of the sums."""
+    text = """HloModule gates
+ENTRY main {
+  a = f32[32,256] parameter(0)
+  b = f32[256,1024] parameter(1)
+  acc = f32[32,1024] parameter(2)
+  d = f32[32,1024] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT s = f32[32,1024] add(acc, d)
+}"""
+    executable = compile_module(text, "cpu")
+    assert "addend_row" in executable.artifacts.llvm_ir  # the copy of a thread's columns (a runtime width)
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((32, 256)).astype(np.float32), rng.standard_normal((256, 1024)).astype(np.float32)
+    acc = rng.standard_normal((32, 1024)).astype(np.float32)
+    got = executable.execute([a, b, acc])[0]
+    want = reference(text, [a, b, acc])[0]
+    terms = np.abs(acc) + np.abs(a) @ np.abs(b)
+    assert np.all(np.abs(got - want) <= 2 * (256 + 1) * np.finfo(np.float32).eps * terms)

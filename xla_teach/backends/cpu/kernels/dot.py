@@ -184,9 +184,9 @@ def _emit_blas(ctx: KernelContext, dot: HloInstruction, view: StridedGemm, out: 
     one = ir.Constant(fty, 1.0) if addend is not None else None
 
     def gemm(rows: ir.Value, a: ir.Value, bm: ir.Value, c: ir.Value, cols: ir.Value | None = None) -> None:
+        if addend is not None:  # the block of C this call writes starts as the addend's
+            _copy_rows_unless_same(b, addend.base, out.base, c, rows, view.n if cols is None else cols, view.ldc, fty)
         cols = cols if cols is not None else i64(view.n)
-        if addend is not None:  # the rows of C this call writes start as the addend's
-            _copy_rows_unless_same(b, addend.base, out.base, c, rows, view.n, view.ldc, fty)
         if not view.sum_sizes:
             call_gemm(b, is_double, rows, cols, i64(view.k), a, i64(view.lda), bm, i64(view.ldb), c,
                       i64(view.ldc), trans_a=view.trans_a, trans_b=view.trans_b, beta=one)
@@ -202,10 +202,11 @@ def _emit_blas(ctx: KernelContext, dot: HloInstruction, view: StridedGemm, out: 
         _flush_rows(b, c, rows, cols, view.ldc, fty)
 
     begin, end = ctx.kb.begin, ctx.kb.end
-    if (not view.batch_sizes and epilogue is None and addend is None
+    if (not view.batch_sizes and epilogue is None
             and view.m < SPLIT_COLUMNS_BELOW_ROWS <= view.n):
         # Few rows, many columns (an RNN step's 32 x 1024 gates): the threads split the columns, so
-        # each reads only its part of B -- splitting 32 rows would have both read all of it.
+        # each reads only its part of B -- splitting 32 rows would have both read all of it. With
+        # an addend each thread first copies its columns of it (when it is another buffer).
         gemm(i64(view.m), a_ptr, element(b_ptr, b.mul(begin, i64(view.b.col_stride))),
              element(out.base, b.mul(begin, i64(view.c.col_stride))), cols=b.sub(end, begin))
         return view.n, choose_gemm_partitions(view.n // 64, flops)
@@ -229,21 +230,23 @@ def _emit_blas(ctx: KernelContext, dot: HloInstruction, view: StridedGemm, out: 
 
 
 def _copy_rows_unless_same(b: ir.IRBuilder, source_base: ir.Value, out_base: ir.Value, c: ir.Value, rows: ir.Value,
-                           n: int, ldc: int, fty: ir.Type) -> None:
-    """Copy the ``rows x n`` block at ``c`` (in the output) from the same place in the addend's
-    buffer, unless the output is that buffer (the fusion runs in place)."""
+                           n: int | ir.Value, ldc: int, fty: ir.Type) -> None:
+    """Copy the ``rows x n`` block at ``c`` (in the output; ``n`` columns, a number or -- for a
+    thread's share of the columns -- a value) from the same place in the addend's buffer, unless
+    the output is that buffer (the fusion runs in place)."""
     size = 8 if fty == F64 else 4
     differ = b.icmp_unsigned("!=", b.ptrtoint(source_base, I64), b.ptrtoint(out_base, I64))
     with b.if_then(differ):
         offset = b.sub(b.ptrtoint(c, I64), b.ptrtoint(out_base, I64))  # bytes from the output's start
         source = b.gep(source_base, [offset], inbounds=True, source_etype=ir.IntType(8))
-        if ldc == n:
+        if isinstance(n, int) and ldc == n:
             copy_bytes(b, c, source, b.mul(rows, i64(n * size)))
         else:
+            width = i64(n * size) if isinstance(n, int) else b.mul(n, i64(size))
             with for_range(b, rows, "addend_row") as r:
                 step = b.mul(r, i64(ldc * size))
                 copy_bytes(b, b.gep(c, [step], inbounds=True, source_etype=ir.IntType(8)),
-                           b.gep(source, [step], inbounds=True, source_etype=ir.IntType(8)), i64(n * size))
+                           b.gep(source, [step], inbounds=True, source_etype=ir.IntType(8)), width)
 
 
 def _offset(b: ir.IRBuilder, index: list[ir.Value], strides: tuple[int, ...]) -> ir.Value:
