@@ -42,8 +42,9 @@ def _script(name: str) -> ModuleType:
 
 # The pictures each notebook must draw (matplotlib charts, Graphviz graphs, the compile explorer
 # inline): a notebook that silently stops drawing fails here. Graphviz's pictures need `dot`.
-PICTURES = {"01_first_jit": 2, "04_fusion": 2, "06_buffer_assignment": 2, "08_mnist_style_training": 3,
-            "09_autodiff_as_hlo": 2, "10_auto_clustering_and_aot": 2, "11_splitting_across_devices": 2}
+PICTURES = {"01_first_jit": 2, "04_fusion": 2, "05_llvm_ir_assembly_ptx": 2, "06_buffer_assignment": 2,
+            "07_dumps_and_bug_reproduction": 1, "08_mnist_style_training": 3, "09_autodiff_as_hlo": 2,
+            "10_auto_clustering_and_aot": 2, "11_splitting_across_devices": 2}
 
 
 def _pictures(notebook) -> int:  # type: ignore[no-untyped-def]

@@ -49,6 +49,13 @@ for stage in ("buffer_assignment_text", "llvm_ir", "optimized_llvm_ir", "assembl
     print(f"{stage:<24} {len(getattr(artifacts, stage).splitlines()):5d} lines")
 
 # %% [markdown]
+# The optimized module as a graph: one `kInput` fusion (the grey cluster) reading the three
+# parameters. That fusion is the one kernel the rest of this notebook follows down to machine code.
+
+# %%
+cpu.module
+
+# %% [markdown]
 # ## 1. LLVM IR, as emitted
 #
 # One LLVM function per kernel, named after the HLO instruction (here the single

@@ -61,6 +61,13 @@ rng = np.random.default_rng(0)
 args = [rng.standard_normal(64, dtype=np.float32), (rng.random(64) < 0.5).astype(np.float32)]
 
 # %% [markdown]
+# The module we will dump, replay and break, as a graph (data flows down): a logistic, `1 - p`,
+# a product with the labels and a sum.
+
+# %%
+module
+
+# %% [markdown]
 # ## 1. Dumping
 #
 # In Python, `flags.override(...)` sets flags for a `with` block; the `XLA_FLAGS`
