@@ -200,6 +200,24 @@ for note in notes:
 #
 # Parameters are never fused: they are inputs, not computations.
 #
+# Drawn: the softmax module right after instruction fusion, with the producers it refused
+# outlined in red (the reasons are the notes above). Each grey cluster is one fusion.
+
+# %%
+import re
+
+from xla_teach.hlo.text.parser import parse_hlo
+
+refused = {m.group(1) for note in notes if (m := re.match(r"not fusing (\S+) into", note))}
+after_fusion = next(r for r in softmax.recorder.records if r.pass_name == "fusion").after
+# a refused producer then became (part of) a fusion of its own, under its name with a suffix
+outlined = sorted(i.name for i in parse_hlo(after_fusion).instructions() if i.name.split(".")[0] in refused - {"x"})
+if have_dot():
+    display(HTML(svg_for_inline(render_svg(after_fusion, title="after fusion: refused producers outlined",
+                                           highlight=outlined))))
+print("outlined:", outlined)
+
+# %% [markdown]
 # ## 3. Multi-output fusion
 #
 # After instruction fusion, softmax is still several kernels, and the `exp` result is
