@@ -288,3 +288,17 @@ def test_the_tutorials_index_gives_every_chapter_a_sentence() -> None:
             assert line.endswith(".") and len(line) > 25 and "```" not in line, (source.name, line)
     finally:
         sys.path.remove(str(hooks))
+
+
+def test_the_built_site_loads_nothing_from_the_network_and_names_no_build_folder(site: Path) -> None:
+    """Offline: no page loads a script, stylesheet or font from another host; and no page shows a
+    folder of the machine that built it (the checkout, a home, the notebooks' run folders)."""
+    loads = re.compile(r"<(?:script|link|img|iframe)\b[^>]*(?:src|href)=[\"']https?://|@import\s+url\([\"']?https?://|"
+                       r"fonts\.googleapis|fonts\.gstatic")
+    machine = re.compile(r"/work/|/root/|/home/\w+/|/tmp/xla_teach_nb_")
+    problems = []
+    for page in sorted(site.rglob("*.html")) + sorted(site.rglob("*.css")):
+        text = page.read_text(errors="replace")
+        problems += [f"{page.relative_to(site)}: loads {m.group(0)[:80]}" for m in loads.finditer(text)]
+        problems += [f"{page.relative_to(site)}: names {m.group(0)}" for m in machine.finditer(html.unescape(text))][:3]
+    assert not problems, "\n".join(problems[:20])

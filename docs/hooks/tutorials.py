@@ -62,10 +62,29 @@ def _html_block(html: str) -> str:
     return '<div class="nb-output">\n' + "\n".join(lines) + "\n</div>"
 
 
+# The folders a notebook ran in when the site was built (scripts/execute_notebooks.py makes
+# them under the machine's temporary folder): a reader's run has others, so pages say $TMPDIR.
+_RUN_FOLDER = re.compile(r"/(?:private/)?(?:var/folders/[^\s\"'&]*?/T|tmp)/xla_teach_nb_(?:cwd_)?[A-Za-z0-9_]+")
+
+
+def _neutral_paths(output: dict[str, Any]) -> dict[str, Any]:
+    """The output with the build's run folders written as ``$TMPDIR``."""
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return _RUN_FOLDER.sub("$TMPDIR", value)
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        return value
+
+    return clean(output)
+
+
 def render_outputs(outputs: list[dict[str, Any]]) -> list[str]:
-    """A code cell's outputs as page blocks: text, HTML, images."""
+    """A code cell's outputs as page blocks: text, HTML, images (the build's folders as $TMPDIR)."""
     blocks: list[str] = []
-    for output in outputs:
+    for output in map(_neutral_paths, outputs):
         kind = output.get("output_type")
         if kind == "stream":
             blocks.append(fence(str(output.get("text", "")).rstrip("\n"), "text"))

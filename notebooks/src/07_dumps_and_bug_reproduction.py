@@ -148,7 +148,8 @@ print("entries:", np.load(snapshot_path).files)
 
 # %%
 def xla_teach_cli(*arguments, xla_flags=None, cwd=DUMP):
-    """Run `xla-teach ARGUMENTS...` (as `python -m xla_teach.tools.cli`) and show what it prints."""
+    """Run `xla-teach ARGUMENTS...` (as `python -m xla_teach.tools.cli`) and show what it prints;
+    returns nothing, so that a cell ending with a call shows the output once."""
     env = dict(os.environ)
     shown = "xla-teach " + " ".join(shlex.quote(str(a)) for a in arguments)
     if xla_flags is not None:
@@ -159,7 +160,6 @@ def xla_teach_cli(*arguments, xla_flags=None, cwd=DUMP):
                           capture_output=True, text=True, timeout=600)
     print(done.stdout + done.stderr, end="")
     print(f"[exit code {done.returncode}]\n")
-    return done
 
 
 snapshot_name = snapshot_path.name
