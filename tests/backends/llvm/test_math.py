@@ -203,3 +203,14 @@ def test_cos_of_the_float_closest_to_a_multiple_of_pi_over_2(dtype) -> None:
     want = np.cos(x.astype(WIDE[dtype]))
     assert np.all(np.abs(want) < 1e-8)  # the result is the tiny remainder r itself
     np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps)
+
+
+def test_expm1_is_correctly_rounded_where_the_result_is_minus_one_plus_a_little() -> None:
+    """Below x = -16.6 (2^k - 1 no longer exact in f32), expm1 is e^x - 1 rounded once: the
+    correctly rounded value. Before, 2^k - 1 rounded to -1 at its tie and expm1(-17.224161) came
+    out -1.0 instead of -0.99999994 (a fuzzer finding: pow(expm1(x), inf) then gave 1, not 0)."""
+    fn = jit_map(xmath.emit_expm1, np.float32)
+    x = np.concatenate([np.random.default_rng(5).uniform(-40, -16.63, 20000), [-17.224161]]).astype(np.float32)
+    got = fn(x)
+    np.testing.assert_array_equal(got, np.expm1(x.astype(np.float64)).astype(np.float32))
+    assert got[-1] == np.float32(-0.99999994)
