@@ -190,8 +190,9 @@ def test_processes_that_pass_different_global_values_refuse_together(tmp_path: P
 
 
 def _each_process_error(out: Path) -> list[str]:
-    """The error each of the four processes raised (kept in a file per process: their tracebacks
-    interleave character by character on the shared stderr)."""
-    files = [Path(f"{out}.{rank}.err") for rank in range(4)]
-    assert all(f.exists() for f in files), f"processes without an error: {[f.name for f in files if not f.exists()]}"
-    return [f.read_text() for f in files]
+    """The errors the processes raised (kept in a file per process: their tracebacks interleave
+    character by character on the shared stderr). Every process refuses, but the first to fail
+    stops the others (MPI_Abort), so some may be gone before they write theirs: at least one."""
+    errors = [f.read_text() for f in (Path(f"{out}.{rank}.err") for rank in range(4)) if f.exists()]
+    assert errors, "no process wrote the error it raised"
+    return errors
