@@ -157,14 +157,15 @@ def dedupe_kernels(ir_text: str, kernels: list[str]) -> tuple[str, dict[str, str
     if not aliases:
         return ir_text, {}
     # internal functions only the dropped kernels called go too
-    kept_text = "".join(p for i, p in enumerate(pieces) if not any(
-        functions[name][0] == i for name in dropped))
+    dropped_pieces = {functions[name][0] for name in dropped}
+    kept_text = "".join(p for i, p in enumerate(pieces) if i not in dropped_pieces)
+    still_called = set(re.findall(r'@"([^"]*)"', kept_text))  # every quoted global the kept code names
     for name in sorted(dropped):
         index, internal = functions[name]
         if name in aliases:
             comment = pieces[index][:pieces[index].find("define")]
             pieces[index] = (f"{comment}; the same code as {aliases[name]}: compiled once\n"
                              f'@"{name}" = alias {KERNEL_SIGNATURE}, ptr @"{aliases[name]}"\n')
-        elif internal and not re.search(rf'@"{re.escape(name)}"', kept_text):
+        elif internal and name not in still_called:
             pieces[index] = ""
     return "".join(pieces), aliases
