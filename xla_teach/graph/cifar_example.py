@@ -86,18 +86,19 @@ def build_cifar_step(batch: int = 32, dtype: Any = np.float32, learning_rate: fl
         grads["dense1/bias"] = gops.sum(d, axis=0, name="grad/dense1/bias")
         d = gops.reshape(gops.matmul(d, p["dense1/kernel"], transpose_b=True), (batch, 8, 8, 64), name="grad/flatten")
         d = gops.max_pool_grad(a4, p2, d, 2, 2, name="grad/pool2/MaxPoolGrad")
-        for layer, inp, out in (("conv4", x4, a4), ("conv3", x3, a3), ("pool1", None, None), ("conv2", x2, a2),
-                                ("conv1", x1, a1)):
-            if inp is None:
-                d = gops.max_pool_grad(a2, p1, d, 2, 2, name="grad/pool1/MaxPoolGrad")
-                continue
+
+        def conv_backward(layer: str, inp: Tensor, out: Tensor, d: Tensor) -> Tensor:
+            """The kernel's and the bias's gradients of one conv + ReLU layer; returns its input's."""
             d = gops.relu_grad(d, out, name=f"grad/{layer}/Relu")
             grads[f"{layer}/kernel"] = gops.conv2d_backprop_filter(inp, FILTERS[layer], d, 1, "SAME",
                                                                    name=f"grad/{layer}/kernel")
             grads[f"{layer}/bias"] = gops.sum(d, axis=(0, 1, 2), name=f"grad/{layer}/bias")
-            if layer != "conv1":
-                d = gops.conv2d_backprop_input(inp.spec.shape, p[f"{layer}/kernel"], d, 1, "SAME",
-                                               name=f"grad/{layer}/input")
+            return gops.conv2d_backprop_input(inp.spec.shape, p[f"{layer}/kernel"], d, 1, "SAME",
+                                              name=f"grad/{layer}/input")
+
+        d = conv_backward("conv3", x3, a3, conv_backward("conv4", x4, a4, d))
+        d = gops.max_pool_grad(a2, p1, d, 2, 2, name="grad/pool1/MaxPoolGrad")
+        conv_backward("conv1", x1, a1, conv_backward("conv2", x2, a2, d))  # (the images' gradient goes unused)
 
         # RMSprop
         for name in PARAMS:
