@@ -433,8 +433,9 @@ class HloModule:
         self.header_attributes: dict[str, str] = {}  # other header attributes, verbatim
         self.stack_frame_tables: list[tuple[str, list[str]]] = []  # FileNames ... StackFrames
         self.unique_id = next(_ids)
-        self.pass_text: str | None = None  # while a pass pipeline runs: the module as the last pass left it
-        self.pass_computation_texts: dict[str, str] | None = None  # ... and each computation's part of it
+        # While a pass pipeline runs: the module's text as the last pass left it, and each
+        # computation's part of that text by name (passes/pass_base.py).
+        self.pass_text: tuple[str, dict[str, str]] | None = None
 
     @property
     def input_output_alias(self) -> HloInputOutputAliasConfig:

@@ -286,11 +286,11 @@ class HloPassPipeline(HloPass):
             _verify(module, f"before pipeline {self.name}")
         # Each pass's "after" text is the next one's "before": nothing else touches the module
         # between two passes of one run, so it is printed once (and forgotten when the run ends).
-        module.pass_text = module.pass_computation_texts = None
+        module.pass_text = None
         try:
             return self._run_passes(module, options, recorder)
         finally:
-            module.pass_text = module.pass_computation_texts = None
+            module.pass_text = None
 
     def _run_passes(self, module: HloModule, options: PassOptions, recorder: PassRecorder | None) -> bool:
         changed = False
@@ -323,9 +323,9 @@ class HloPassPipeline(HloPass):
         keep_text = options.record or bool(options.listeners)
         check = options.check_reported_changes or not is_built_in(p)
         if keep_text or check:
-            if module.pass_text is None or module.pass_computation_texts is None:
-                module.pass_text, module.pass_computation_texts = _text_and_parts(module)
-            before, before_parts = module.pass_text, module.pass_computation_texts
+            if module.pass_text is None:
+                module.pass_text = _text_and_parts(module)
+            before, before_parts = module.pass_text
         else:
             before, before_parts = "", None
         instrs_before, fusions_before = module.instruction_count(), count_fusions(module)
@@ -335,15 +335,13 @@ class HloPassPipeline(HloPass):
         start = time.perf_counter()
         changed = False if skipped else bool(p.run(module))
         seconds = time.perf_counter() - start
-        after_parts = before_parts
         if skipped or not (changed or check):
-            after = before  # a trusted "no change": nothing to print
+            after, after_parts = before, before_parts  # a trusted "no change": nothing to print
         elif keep_text or check:
             after, after_parts = _text_and_parts(module)
         else:
             after, after_parts = "", None
-        module.pass_text = after or None
-        module.pass_computation_texts = after_parts
+        module.pass_text = (after, after_parts) if after_parts is not None else None
         if check and changed != (after != before):
             claim = "a change" if changed else "no change"
             raise PassMisreportedChange(
