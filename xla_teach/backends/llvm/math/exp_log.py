@@ -121,14 +121,13 @@ def expm1_kernel(m: FloatOps, x: ir.Value) -> ir.Value:
     big = m.cmp(">", k, float(fmt.precision))
     t = m.pow2i(b.select(big, m.iconst(0), k_int))
     moderate = m.fma(t, q, m.fma(t, r, m.sub(t, m.const(1.0))))
-    large = m.scale(m.add(m.const(1.0), m.add(r, q)), k_int)
+    exp_x = m.scale(m.add(m.const(1.0), m.add(r, q)), k_int)  # e^x: the result above k = precision
     # Below k = -precision, 2^k - 1 is no longer exact (it rounds to -1 at the tie), and the
     # corrections added after it cannot bring back what that rounding lost: expm1(-17.2) came
     # out -1.0 instead of -0.99999994. There e^x is tiny against 1, so e^x - 1 rounded once is
     # right however e^x's own last bits fall.
     small = m.cmp("<", k, -float(fmt.precision))
-    tiny = m.sub(m.scale(m.add(m.const(1.0), m.add(r, q)), k_int), m.const(1.0))
-    return m.select(big, large, m.select(small, tiny, moderate))
+    return m.select(big, exp_x, m.select(small, m.sub(exp_x, m.const(1.0)), moderate))
 
 
 # ---------------------------------------------------------------------------------------------
