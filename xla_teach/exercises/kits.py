@@ -77,12 +77,13 @@ def hidden_runs(solution: Path, length: int = 3) -> set[str]:
     a row of one answer are not."""
     runs = set()
     for block in _HIDDEN.findall(solution.read_text()):
-        lines = [line.strip() for line in block.splitlines() if line.strip() and not line.strip().startswith("#")]
+        lines = _code_lines(block).splitlines()
         runs |= {"\n".join(lines[i:i + length]) for i in range(len(lines) - length + 1)}
     return runs
 
 
 def _code_lines(text: str) -> str:
+    """``text``'s code lines, stripped, without blank lines and comments."""
     return "\n".join(line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#"))
 
 
@@ -105,7 +106,7 @@ def _check_no_answers(dest: Path, files: list[Path]) -> None:
         else set()
     keys = {k.name for k in KEYS_DIR.glob("*.py")} if KEYS_DIR.is_dir() else set()
     for path in files:
-        if path.name in keys and path.parent.name != "notebooks":
+        if path.name in keys:
             raise KitError(f"{path} is an answer key: it must not be in the student kit")
         text = _code_lines(path.read_text(errors="replace").replace("\\n", "\n").replace('\\"', '"'))
         leaked = sorted(run for run in secret if run in text)

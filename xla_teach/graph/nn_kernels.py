@@ -57,6 +57,12 @@ def _taps(padded: np.ndarray, kh: int, kw: int, strides: Sequence[int], ho: int,
             yield i, j, padded[:, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw, :]
 
 
+def _unpadded(padded: np.ndarray, pads: tuple[tuple[int, int], ...], shape: Sequence[int]) -> np.ndarray:
+    """The ``shape`` block of ``padded`` that the padding ``pads`` surrounds (a copy)."""
+    (_, (top, _), (left, _), _) = pads
+    return padded[:, top:top + shape[1], left:left + shape[2], :].copy()
+
+
 def conv2d_eager(x: np.ndarray, w: np.ndarray, strides: Sequence[int] = (1, 1, 1, 1),
                  padding: str = "VALID") -> np.ndarray:
     kh, kw, _, out = w.shape
@@ -74,8 +80,7 @@ def conv2d_backprop_input_eager(w: np.ndarray, dy: np.ndarray, input_sizes: Sequ
     padded = np.zeros([s + lo + hi for s, (lo, hi) in zip(input_sizes, pads, strict=True)], np.result_type(w, dy))
     for i, j, tap in _taps(padded, kh, kw, strides, dy.shape[1], dy.shape[2]):
         tap += dy @ w[i, j].T  # the view writes into ``padded``
-    (_, (top, _), (left, _), _) = pads
-    return padded[:, top:top + input_sizes[1], left:left + input_sizes[2], :].copy()
+    return _unpadded(padded, pads, input_sizes)
 
 
 def conv2d_backprop_filter_eager(x: np.ndarray, dy: np.ndarray, filter_sizes: Sequence[int],
@@ -110,8 +115,7 @@ def max_pool_grad_eager(x: np.ndarray, y: np.ndarray, dy: np.ndarray, ksize: Seq
         first = (tap == y) & ~taken
         grad += np.where(first, dy, 0)
         taken |= first
-    (_, (top, _), (left, _), _) = pads
-    return dx[:, top:top + x.shape[1], left:left + x.shape[2], :].copy()
+    return _unpadded(dx, pads, x.shape)
 
 
 # ---- XLA kernels ----------------------------------------------------------------------------------
