@@ -11,13 +11,9 @@ _MARK = re.compile(r"<!-- the (cpu|gpu) pipeline, generated -->")
 
 
 def _pipeline(backend: str) -> str:
-    if backend == "cpu":
-        from xla_teach.backends.cpu.cpu_pipeline import cpu_pipeline
+    from xla_teach.backends.backend_info import backend_info
 
-        return cpu_pipeline().describe()
-    from xla_teach.backends.gpu.gpu_pipeline import gpu_pipeline
-
-    return gpu_pipeline().describe()
+    return backend_info(backend).make_pipeline().describe()
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from xla_teach.hlo.ir import HloModule
+from xla_teach.hlo.opcodes import BUFFER_NAMING_OPCODES
 from xla_teach.hlo.shape import Shape
 
 _ARTIFACT_OF_STAGE = {
@@ -146,7 +147,7 @@ class Compiled:
         args = sum(_bytes(p.shape) for p in module.entry.parameter_instructions)
         out = _bytes(module.entry.root.shape)
         naive = sum(_bytes(i.shape) for i in module.entry.instructions
-                    if i.opcode not in ("parameter", "constant", "tuple", "get-tuple-element", "bitcast")
+                    if i.opcode not in BUFFER_NAMING_OPCODES
                     and not i.is_root())
         consts = sum(_bytes(i.shape) for c in module.computations for i in c.instructions if i.opcode == "constant")
         assignment = self.executable.buffer_assignment

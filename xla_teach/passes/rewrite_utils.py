@@ -16,6 +16,11 @@ from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.shape_inference import infer_shape
 from xla_teach.hlo.types import PrimitiveType
 
+# Elementwise ops that a rewrite does not move past a broadcast or a reshape: a copy (moving it
+# gains nothing), bitcast-convert (a change of element width changes the shape) and rng (it would
+# draw a different number of values).
+NOT_MOVED_ACROSS_REARRANGES = frozenset({"copy", "bitcast-convert", "rng"})
+
 
 def add_instruction(
     comp: HloComputation,

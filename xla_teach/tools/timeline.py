@@ -36,6 +36,7 @@ from typing import Any
 from xla_teach.backends.llvm.kernel_support import kernel_symbols
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
+from xla_teach.runtime.executable import CompiledExecutable
 from xla_teach.runtime.native_pool import PartTime
 
 RUN_ROW = 0  # tid of the per-run spans; thunks are on tid 1
@@ -190,20 +191,19 @@ class Timeline:
         return "\n".join(lines)
 
 
-def trace_runs(executable: Any, args: list[Any], num_runs: int = 1, timeline: Timeline | None = None,
+def trace_runs(executable: CompiledExecutable, args: list[Any], num_runs: int = 1, timeline: Timeline | None = None,
                track: str | None = None, progress: Callable[[str], None] | None = None,
                warmup: int = 1) -> Timeline:
     """Run ``executable`` ``warmup`` times untimed (first-run costs: page faults, lazy loading,
     caches), then ``num_runs`` times with a profiler; returns the timeline, its events annotated
     with the HLO instruction, op_name and source line of each thunk."""
     timeline = timeline or Timeline()
-    module = getattr(executable, "module", None)
-    if module is not None:
-        timeline.annotate(module)
+    module = executable.module
+    timeline.annotate(module)
     run = _runner(executable, module)
     for _ in range(warmup):
         run(list(args), None)
-    with timeline.on_track(track or f"compiled ({getattr(executable, 'backend', '?')})"):
+    with timeline.on_track(track or f"compiled ({executable.backend or '?'})"):
         for i in range(num_runs):
             if progress is not None and num_runs >= 20 and i % (num_runs // 10) == 0:
                 progress(f"timeline: run {i + 1}/{num_runs}")
@@ -212,12 +212,12 @@ def trace_runs(executable: Any, args: list[Any], num_runs: int = 1, timeline: Ti
     return timeline
 
 
-def _runner(executable: Any, module: HloModule | None) -> Callable[[list[Any], Timeline | None], None]:
+def _runner(executable: CompiledExecutable, module: HloModule) -> Callable[[list[Any], Timeline | None], None]:
     """How to run ``executable`` once: as it is, or -- a per-device program of several devices --
     on every device at once, one thread each, as they run for real (a collective waits for the
     others), the profiler on device 0 alone: its timeline is one device's view of the run, each
     collective's time the wait for the slowest member plus the exchange."""
-    devices = module.device_count() if module is not None else 1
+    devices = module.device_count()
     if devices <= 1:
         return lambda args, profiler: executable.execute(args, profiler=profiler)
     from xla_teach.hlo.evaluator.devices import run_devices

@@ -30,7 +30,7 @@ def scan_module(t: str, op: str, init: str, dims: tuple[int, ...], axis: int, re
 
 
 @pytest.mark.parametrize("t,op,init", [("f32", "add", "0"), ("f32", "multiply", "1"), ("f32", "maximum", "-inf"),
-                                       ("s32", "add", "0"), ("f64", "minimum", "inf")])
+                                       ("s32", "add", "0"), ("f64", "minimum", "inf"), ("s32", "xor", "0")])
 @pytest.mark.parametrize("dims,axis,reverse,layout", [((7, 300), 1, False, ""), ((7, 300), 0, False, ""),
                                                       ((3, 5, 9), 1, True, ""), ((64,), 0, False, ""),
                                                       ((6, 40), 1, False, "{0,1}")])

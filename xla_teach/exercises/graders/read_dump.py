@@ -18,11 +18,12 @@ from xla_teach.exercises.exercise import Exercise
 from xla_teach.exercises.grading import CaseFailed, Check
 from xla_teach.exercises.sandbox import StudentProcess
 from xla_teach.hlo.ir import HloModule
+from xla_teach.hlo.opcodes import BUFFER_NAMING_OPCODES
 from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.tools.explorer.structural_diff import fusion_owners
 
 ENTRY_POINTS = ("kernels", "holder", "source_line", "fused_lines")
-QUIET = ("parameter", "constant", "tuple", "get-tuple-element", "bitcast")
+QUIET = BUFFER_NAMING_OPCODES  # no kernel, no line of their own worth asking about
 
 
 def dump_names() -> list[str]:

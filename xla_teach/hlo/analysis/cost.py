@@ -29,8 +29,9 @@ from xla_teach.hlo.shape import Shape
 
 TRANSCENDENTAL = TRANSCENDENTAL_OPCODES
 # No flops: what names a buffer, what only moves elements, and copies, updates and conversions.
-FREE = BUFFER_NAMING_OPCODES | INDEX_MAPPED_OPCODES | {"copy", "dynamic-update-slice", "scatter", "convert"}
-_NO_BYTES = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "after-all"}
+FREE = BUFFER_NAMING_OPCODES | INDEX_MAPPED_OPCODES | {"copy", "dynamic-update-slice", "scatter", "convert",
+                                                         "bitcast-convert"}
+_NO_BYTES = BUFFER_NAMING_OPCODES
 
 
 def _elements(shape: Shape) -> int:

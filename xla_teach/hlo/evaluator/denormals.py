@@ -33,17 +33,22 @@ import numpy as np
 
 from xla_teach.hlo.evaluator.registry import Value
 from xla_teach.hlo.ir import HloInstruction
-from xla_teach.hlo.opcodes import BUFFER_NAMING_OPCODES, CONTROL_FLOW_OPCODES, INDEX_MAPPED_OPCODES
+from xla_teach.hlo.opcodes import (
+    BUFFER_NAMING_OPCODES,
+    CONTROL_FLOW_OPCODES,
+    CROSS_DEVICE_OPCODES,
+    INDEX_MAPPED_OPCODES,
+)
 
 # What names a buffer, moves elements by index or runs other computations, and more: their results
 # are their operands' bits (or new bits), so XLA's CPU flushes nothing there.
-MOVES_BITS = BUFFER_NAMING_OPCODES | INDEX_MAPPED_OPCODES | CONTROL_FLOW_OPCODES | frozenset({
-    "copy", "copy-start", "copy-done", "bitcast-convert", "dynamic-update-slice", "select", "negate", "abs",
-    "fusion", "map", "add-dependency", "optimization-barrier", "sort", "topk", "custom-call", "all-gather",
-    "all-to-all", "collective-permute", "partition-id", "replica-id", "domain", "real", "imag", "complex",
-    "rng", "rng-bit-generator", "rng-get-and-update-state", "send", "send-done", "recv", "recv-done",
-    "tanh", "atan2",
-})
+# (Of the collectives, all-reduce and reduce-scatter add; the others move bits between devices.)
+MOVES_BITS = BUFFER_NAMING_OPCODES | INDEX_MAPPED_OPCODES | CONTROL_FLOW_OPCODES | (
+    CROSS_DEVICE_OPCODES - {"all-reduce", "reduce-scatter"}) | frozenset({
+        "copy", "bitcast-convert", "dynamic-update-slice", "select", "negate", "abs", "fusion", "map", "sort",
+        "topk", "custom-call", "real", "imag", "complex", "rng", "rng-bit-generator", "rng-get-and-update-state",
+        "tanh", "atan2",
+    })
 
 READS_DENORMALS = frozenset({"power"})  # operands as they are, results flushed
 

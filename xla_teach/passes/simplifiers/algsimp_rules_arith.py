@@ -13,6 +13,7 @@ import numpy as np
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.opcodes import is_elementwise
 from xla_teach.passes.rewrite_utils import (
+    NOT_MOVED_ACROSS_REARRANGES,
     add_constant,
     add_instruction,
     broadcast_scalar,
@@ -184,13 +185,12 @@ def compare_self(instr: HloInstruction) -> HloInstruction | None:
 
 
 # ---- op(broadcast(a), broadcast(b)) -> broadcast(op(a, b)) ---------------------------------
-_NOT_SUNK = frozenset({"copy", "bitcast-convert", "rng"})
 
 
 @rule("op(broadcast(a), broadcast(b)) -> broadcast(op(a, b)) (elementwise op, same broadcast)",
       "*elementwise")
 def sink_broadcast(instr: HloInstruction) -> HloInstruction | None:
-    if not is_elementwise(instr.opcode) or instr.opcode in _NOT_SUNK or not instr.operands:
+    if not is_elementwise(instr.opcode) or instr.opcode in NOT_MOVED_ACROSS_REARRANGES or not instr.operands:
         return None
     first = instr.operand(0)
     if first.opcode != "broadcast":

@@ -43,10 +43,14 @@ from __future__ import annotations
 from xla_teach.hlo.ir import HloComputation, HloInstruction, inherit_metadata
 from xla_teach.hlo.opcodes import is_elementwise
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import add_instruction, broadcast_scalar, inverse_permutation
+from xla_teach.passes.rewrite_utils import (
+    NOT_MOVED_ACROSS_REARRANGES,
+    add_instruction,
+    broadcast_scalar,
+    inverse_permutation,
+)
 
 _REARRANGES = ("reshape", "transpose")
-_NOT_MOVED = frozenset({"rng", "bitcast-convert", "copy"})
 
 
 def _trivially_rearrangeable(instr: HloInstruction) -> bool:
@@ -65,7 +69,7 @@ def _equivalent(a: HloInstruction, b: HloInstruction) -> bool:
 
 def move_candidate(instr: HloInstruction) -> HloInstruction | None:
     """The rearrange to sink below ``instr``, or None if ``instr`` is not a candidate."""
-    if not is_elementwise(instr.opcode) or instr.opcode in _NOT_MOVED or not instr.operands:
+    if not is_elementwise(instr.opcode) or instr.opcode in NOT_MOVED_ACROSS_REARRANGES or not instr.operands:
         return None
     rearrange = next((o for o in instr.operands if _is_nontrivial_rearrange(o)), None)
     if rearrange is None:

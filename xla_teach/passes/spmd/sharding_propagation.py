@@ -153,6 +153,13 @@ def _rule(instr: HloInstruction, known: dict[int, HloSharding]) -> HloSharding:
     return natural_sharding(instr, lambda op: known[op.unique_id])
 
 
+def keeps_dimensions(instr: HloInstruction) -> bool:
+    """A reshape, bitcast or copy whose result has its operand's dimensions: a split passes
+    through it as it is."""
+    return instr.opcode in ("reshape", "bitcast", "copy") and \
+        tuple(instr.shape.dimensions) == tuple(instr.operand(0).shape.dimensions)
+
+
 def natural_sharding(instr: HloInstruction, of: Callable[[HloInstruction], HloSharding]) -> HloSharding:
     """The sharding ``instr``'s rule gives from its operands' shardings ``of(operand)``."""
     op = instr.opcode
@@ -179,8 +186,7 @@ def natural_sharding(instr: HloInstruction, of: Callable[[HloInstruction], HloSh
         return branch_result_sharding(instr, of(instr.operand(1)))
     if instr.shape.is_tuple or not instr.shape.is_array:
         return REPLICATED
-    if is_elementwise(op) or (op in ("reshape", "bitcast", "copy") and
-                              tuple(instr.shape.dimensions) == tuple(instr.operand(0).shape.dimensions)):
+    if is_elementwise(op) or keeps_dimensions(instr):
         for operand in instr.operands:
             s = of(operand)
             if tiled(s) and operand.shape.rank == instr.shape.rank:

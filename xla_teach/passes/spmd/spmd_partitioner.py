@@ -104,6 +104,7 @@ from xla_teach.passes.spmd.sharding_propagation import (
     data_assignment,
     dot_plan,
     halo_plan,
+    keeps_dimensions,
     lookups_split,
     natural_sharding,
     propagate,
@@ -271,8 +272,7 @@ class _PerDeviceBuilder:
             element = MANUAL if has.kind == "manual" else has.elements[index] if has.is_tuple else REPLICATED
             return (add_instruction(comp, "get-tuple-element", [parent], {"index": index},
                                     shape=parent.shape.tuple_shapes[index], name=instr.name), element)
-        keeps_shape = (op in ("reshape", "bitcast", "copy")
-                       and instr.shape.dimensions == instr.operand(0).shape.dimensions)
+        keeps_shape = keeps_dimensions(instr)
         # the result's split follows the (first) operand's
         follows = op in ("transpose", "reshape", "broadcast", "slice", "pad", "concatenate", "reverse")
         if instr.shape.is_array and (is_elementwise(op) or keeps_shape or follows):

@@ -100,6 +100,7 @@ def run_if_several_devices(a: argparse.Namespace, module: object, print_literals
     """Run ``module`` on several devices when it (or --num_partitions/--num_replicas) asks for
     more than one; True if it did. The interpreter simulates them and the CPU runs one thread
     per device; the GPU runs one: say so."""
+    from xla_teach.backends.backend_info import backend_info
     from xla_teach.tools.cli.run_hlo_module import run_on_devices
     from xla_teach.tools.tool_support import ToolError, normalize_platform
 
@@ -109,7 +110,7 @@ def run_if_several_devices(a: argparse.Namespace, module: object, print_literals
     if devices <= 1:
         return False
     platform = normalize_platform(a.platform)
-    if platform not in ("interpreter", "cpu"):
+    if backend_info(platform).devices == "one":
         raise ToolError(f"this module runs on {devices} devices; the interpreter simulates several devices and "
                         f"the CPU runs them as threads (--platform=interpreter or cpu); {platform} runs one")
     run_on_devices(module, devices, seed=a.seed, print_literals=print_literals,  # type: ignore[arg-type]

@@ -179,7 +179,8 @@ def _run_global_program(module: HloModule, seed: int, print_literals: bool, out:
     whole = module.clone()
     whole.header_attributes.pop("num_partitions", None)  # the same program, on one device
     want = evaluate_module(whole, args)
-    where = "CPU devices (one thread each)" if platform == "cpu" else "simulated devices (interpreter)"
+    threads = backend_info(platform).devices == "threads"
+    where = f"{platform} devices (one thread each)" if threads else f"simulated devices ({platform})"
     print(f"** {module.name} ran on {module.device_count()} {where} after SPMD partitioning, on global arguments; "
           "compared with the whole program on one device (interpreter). **", file=out)
     for k, (g, w) in enumerate(zip(got, want, strict=True)):

@@ -79,8 +79,9 @@ class DumpFormats:
 def after_optimizations_name(backend: str, arch: str = "") -> str:
     """``cpu_after_optimizations``, ``sm_8.0_gpu_after_optimizations`` (from ``sm_80``) or,
     for the interpreter, the older plain ``after_optimizations``."""
-    prefix = backend_info(backend).dump_prefix
-    match = re.fullmatch(r"sm_?(\d+)(\d)([a-z]?)", arch) if prefix == "gpu" else None
+    info = backend_info(backend)
+    prefix = info.dump_prefix
+    match = re.fullmatch(r"sm_?(\d+)(\d)([a-z]?)", arch) if info.device == "gpu" else None
     if match:  # the GPU's dumps name the architecture
         return f"sm_{match.group(1)}.{match.group(2)}{match.group(3)}_{prefix}_after_optimizations"
     return f"{prefix}_after_optimizations" if prefix else "after_optimizations"

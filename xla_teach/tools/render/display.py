@@ -29,6 +29,7 @@ from typing import Any
 
 from xla_teach.hlo.ir import HloComputation, HloModule
 from xla_teach.passes.pass_base import PassRecord, PassRecorder
+from xla_teach.runtime.executable import CompiledExecutable
 
 # Executable classes, by module and class name: patched if imported, else registered with IPython by name.
 EXECUTABLE_CLASSES = (
@@ -77,39 +78,33 @@ def recorder_repr_html(self: PassRecorder) -> str:
             'border:1px solid #cfd8dc" sandbox="allow-scripts"></iframe>')
 
 
-def executable_html(exe: Any) -> str:
+def executable_html(exe: CompiledExecutable) -> str:
     """A summary of a compiled executable: backend, compile timings, passes, graph, code."""
     from html import escape
 
-    module = getattr(exe, "module", None)
-    artifacts = getattr(exe, "artifacts", None)
-    name = module.name if module is not None else "?"
-    parts = [f"<div><h3>{escape(name)} compiled for <code>{escape(str(getattr(exe, 'backend', '?')))}</code></h3>"]
-    timings = getattr(exe, "compile_timings", None) or {}
+    module, artifacts, timings, recorder = exe.module, exe.artifacts, exe.compile_timings, exe.recorder
+    parts = [f"<div><h3>{escape(module.name)} compiled for <code>{escape(exe.backend or '?')}</code></h3>"]
     if timings:
         rows = "".join(f"<tr><td>{escape(k)}</td><td>{v * 1e3:.2f} ms</td></tr>" for k, v in timings.items())
         parts.append(f"<table><tr><th>compile stage</th><th>time</th></tr>{rows}</table>")
-    recorder = getattr(exe, "recorder", None)
-    if isinstance(recorder, PassRecorder):
+    if recorder is not None:
         changed = len(recorder.changed_records())
         parts.append(f"<details><summary>{len(recorder)} pass runs, {changed} changed the module</summary>"
                      f"<pre>{escape(recorder.table())}</pre></details>")
-    if module is not None:
-        from xla_teach.tools.render import GraphvizNotFound, RenderError, render_svg, svg_for_inline
+    from xla_teach.tools.render import GraphvizNotFound, RenderError, render_svg, svg_for_inline
 
-        try:
-            svg = svg_for_inline(render_svg(module, collapse_fusions=True, max_nodes=DISPLAY_MAX_NODES))
-            parts.append(f"<details open><summary>optimized graph (fusions collapsed)</summary>{svg}</details>")
-        except (GraphvizNotFound, RenderError):
-            pass
-        parts.append(f"<details><summary>optimized HLO</summary><pre>{escape(module.to_text())}</pre></details>")
-    if artifacts is not None:
-        for label, attr in (("buffer assignment", "buffer_assignment_text"), ("LLVM IR", "llvm_ir"),
-                            ("optimized LLVM IR", "optimized_llvm_ir"), ("assembly", "assembly"), ("PTX", "ptx")):
-            text = getattr(artifacts, attr, "") or ""
-            if text:
-                parts.append(f"<details><summary>{label} ({len(text.splitlines())} lines)</summary>"
-                             f"<pre>{escape(text)}</pre></details>")
+    try:
+        svg = svg_for_inline(render_svg(module, collapse_fusions=True, max_nodes=DISPLAY_MAX_NODES))
+        parts.append(f"<details open><summary>optimized graph (fusions collapsed)</summary>{svg}</details>")
+    except (GraphvizNotFound, RenderError):
+        pass
+    parts.append(f"<details><summary>optimized HLO</summary><pre>{escape(module.to_text())}</pre></details>")
+    for label, text in (("buffer assignment", artifacts.buffer_assignment_text), ("LLVM IR", artifacts.llvm_ir),
+                        ("optimized LLVM IR", artifacts.optimized_llvm_ir), ("assembly", artifacts.assembly),
+                        ("PTX", artifacts.ptx)):
+        if text:
+            parts.append(f"<details><summary>{label} ({len(text.splitlines())} lines)</summary>"
+                         f"<pre>{escape(text)}</pre></details>")
     parts.append("</div>")
     return "\n".join(parts)
 

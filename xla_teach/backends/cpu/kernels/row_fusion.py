@@ -57,18 +57,20 @@ from xla_teach.backends.llvm.loops import (
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 from xla_teach.backends.llvm.vector_emitter import VECTOR_UNARY, VectorEmitter, lane_dimension, vector_problem
 from xla_teach.hlo.ir import HloComputation, HloInstruction
+from xla_teach.hlo.opcodes import TRANSCENDENTAL_OPCODES
 from xla_teach.hlo.shape import Shape
 from xla_teach.hlo.types import PrimitiveType
+from xla_teach.passes.fusion.fusion_rules import CHEAP_FUSED_OPS
 
 ROW_CACHE_MAX_BYTES = 64 * 1024  # per cached value and thread: small enough for the stack and L2
-_CHEAP_OPCODES = frozenset({"parameter", "constant", "broadcast", "iota", "reshape", "bitcast", "copy"})
+_CHEAP_OPCODES = CHEAP_FUSED_OPS | {"copy"}
 # A reducer that is one of these ops of its two parameters has an identity to start each lane from.
 _IDENTITY = {"add": -0.0, "multiply": 1.0, "maximum": float("-inf"), "minimum": float("inf")}
 # Vectors of partial results for a reduction of a cheap value. A max waits on the one before it
 # (4-8 cycles); two in flight hide most of that: four were 5% faster on softmax's 1024-wide rows
 # and cost attention 2 ms more compile time (its code twice as long); one was 10-20% slower.
 INTERLEAVED_WAYS = 2
-_MATH_FUNCTIONS = VECTOR_UNARY - {"abs", "negate", "floor", "ceil", "round-nearest-afz", "round-nearest-even", "sign"}
+_MATH_FUNCTIONS = VECTOR_UNARY & TRANSCENDENTAL_OPCODES
 
 
 def cached_row_values(reduces: list[HloInstruction], row_elements: int) -> list[HloInstruction]:

@@ -32,8 +32,11 @@ from xla_teach.backends.llvm.kernel_context import KernelContext
 from xla_teach.backends.llvm.loops import for_range, stack_slot
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 from xla_teach.hlo.ir import HloInstruction
+from xla_teach.hlo.opcodes import ASSOCIATIVE_OPCODES, COMMUTATIVE_OPCODES
 
-SCAN_REDUCERS = frozenset({"add", "multiply", "maximum", "minimum", "and", "or"})
+# A scan walks its dimension in order, so any associative reducer will do; the reducer's two
+# parameters may come in either order, so it must be commutative too.
+SCAN_REDUCERS = ASSOCIATIVE_OPCODES & COMMUTATIVE_OPCODES
 
 
 def scan_dimension(instr: HloInstruction) -> tuple[int, bool] | None:
