@@ -86,9 +86,9 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
        "explorer (explorer.html) and the folder's index.html."),
     _f("xla_teach_gpu_arch", str, "", "xla_teach: GPU architecture to compile for (e.g. sm_90); default: the "
        "device's, or sm_80 without one."),
-    _f("xla_teach_collective_timeout_seconds", int, 600, "xla_teach: across processes (MPI), how long a "
-       "collective may wait for the other processes before every process stops with a report of where it "
-       "waited (0: forever)."),
+    _f("xla_teach_collective_timeout_seconds", int, 600, "xla_teach: how long a collective may wait for the "
+       "other devices -- threads in this process, or processes under MPI -- before the run stops with a report "
+       "of who did not arrive and where (0: forever)."),
     _f("xla_teach_gpu_tf32", bool, True, "xla_teach: let large f32 dots at default precision run on tensor cores "
        "in TF32 (10-bit mantissa inputs, f32 sums), as XLA's GPU compiler does; false keeps full f32."),
 ]}

@@ -16,6 +16,10 @@ result split over the processes gathered with ``process_allgather``;
 results and which ones fell back; ``hang``: process 3 never reaches a collective, and the others
 must stop every process after the collective timeout, naming process 3 (BACKEND ``cpu-twice``:
 after one run together).
+
+The faults of :func:`fault_run` (MODE ``skip``, ``extra``, ``exit``, ``trace``, ``mesh``; any number of
+processes) each leave process 1 doing something the others do not; every process must stop in
+seconds, each writing the error it raised to ``OUT.<rank>.err``.
 """
 
 from __future__ import annotations
@@ -155,6 +159,45 @@ ENTRY main {
 """
 
 
+FAULTS = ("skip", "extra", "exit", "trace", "mesh")
+
+
+def fault_run(mode: str, out: str) -> None:
+    """Two data-parallel programs (each ends in an all-reduce over the processes), each run once
+    by every process; then process 1:
+    ``skip``, skips the first program's next call; ``extra``, runs one step more than the others;
+    ``exit``, calls sys.exit(3) where the others compute; ``trace``, fails while tracing (a shape
+    error only it makes); ``mesh``, splits the batch over a mesh of another shape."""
+    import xla_teach
+    from xla_teach.sharding import NamedSharding, P
+
+    rank, n = distributed.process_index(), distributed.process_count()
+    mesh = xla_teach.make_mesh((n,), ("batch",))
+    batch = NamedSharding(mesh, P("batch"))
+    if mode == "mesh" and rank == 1:  # the same devices, as a 2-D mesh with the batch split the other way
+        batch = NamedSharding(xla_teach.make_mesh((1, n), ("rows", "batch")), P("rows"))
+    x = np.arange(8 * n, dtype=np.float32).reshape(4 * n, 2)
+    total = xla_teach.jit(lambda v: v.sum(), in_shardings=batch)
+    doubled = xla_teach.jit(lambda v: (2 * v).sum(), in_shardings=batch)
+    try:
+        if mode == "exit" and rank == 1:
+            sys.exit(3)
+        if mode == "trace" and rank == 1:
+            x = np.ones((4 * n, 3), np.float32)
+            total = xla_teach.jit(lambda v: (v @ np.ones((2, 2), np.float32)).sum(), in_shardings=batch)
+        if mode != "trace":  # each program once on every process: what they run is checked and agreed
+            float(total(x))
+            float(doubled(x))
+        if not (mode == "skip" and rank == 1):
+            float(total(x))
+        float(doubled(x))
+        for _ in range(3 if mode == "extra" and rank == 1 else 2):
+            float(total(x))
+    except Exception as error:  # each process keeps its own message: tracebacks interleave on stderr
+        Path(f"{out}.{rank}.err").write_text(f"{type(error).__name__}: {error}")
+        raise
+
+
 def engine_input(rank: int) -> np.ndarray:
     return (np.arange(16, dtype=np.float32).reshape(4, 4) * (rank + 1) - 3 * rank) / 4
 
@@ -162,6 +205,9 @@ def engine_input(rank: int) -> np.ndarray:
 def main(mode: str, backend: str, out: str) -> None:
     distributed.initialize()
     rank = distributed.process_index()
+    if mode in FAULTS:
+        fault_run(mode, out)
+        return
     if mode == "engine":  # count the collectives that fell back to exchanging values
         from xla_teach.runtime.distributed import MpiRendezvous
 

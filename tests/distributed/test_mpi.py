@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -72,19 +73,16 @@ def test_a_process_that_never_reaches_a_collective_stops_every_process_after_the
                                                                                          tmp_path: Path) -> None:
     """Process 3 sleeps instead of running: the others stop every process after the 3 s timeout,
     and the error names the member that did not arrive and where it is (read from the memory the
-    processes share). The first time, the processes wait for all of them (the groups'
-    communicators are made together), so the error names process 3, computing. The second time
-    each waits for its group: whichever process gives up first names its own missing member --
-    process 3, computing, or a process that is itself waiting for 3 in an earlier collective."""
-    import time
-
+    processes share). Every process waits for all of them (before each collective they say which
+    one they are at), so the error names process 3, computing -- or, the second time, whichever
+    process gives up first may name a process that is itself waiting for 3 in an earlier
+    collective."""
     start = time.monotonic()
     run = _mpiexec("hang", "cpu" if when == "first" else "cpu-twice", str(tmp_path / "out.npz"), timeout=120)
     took = time.monotonic() - start
     assert run.returncode != 0
-    waited_for = r"every process \(the groups' communicators" if when == "first" else r"devices \[\d, \d\]"
-    assert re.search(rf"process [0-2] waited 3 s in [a-z-]+ [a-z]+ \(run {1 if when == 'first' else 2}\) for "
-                     rf"{waited_for}.*: one of them never reached it", run.stderr), run.stderr[-2000:]
+    assert re.search(rf"process [0-2] waited 3 s in [a-z-]+ [\w.-]+ \(run {1 if when == 'first' else 2}\) for "
+                     r"every process: one of them never reached it", run.stderr), run.stderr[-2000:]
     # (on a busy machine another process may still be compiling when the first gives up: it is
     # named too, as computing)
     computing = (r"processes \[(?:\d, )*3\] did not arrive at this collective \(number \d+ here\): .*process 3 is "
@@ -139,8 +137,10 @@ def test_each_process_feeds_its_own_rows_and_the_weights_stay_on_the_devices(tmp
 
 
 def test_a_failing_process_stops_the_others(tmp_path: Path) -> None:
+    start = time.monotonic()
     run = _mpiexec("fail", "cpu", str(tmp_path / "out.npz"), timeout=120)
     assert run.returncode != 0
+    assert time.monotonic() - start < 60
     assert "parameter 0" in run.stderr  # the failing process's own error, printed before MPI_Abort
     assert not (tmp_path / "out.npz").exists()
 
@@ -159,8 +159,6 @@ def test_missing_mpi_is_stated_plainly(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_an_error_outside_any_collective_stops_every_process_at_once(tmp_path: Path) -> None:
     """Process 1 raises before the others reach their collective: every process stops, in
     seconds, with process 1's own error (the others would otherwise wait for it forever)."""
-    import time
-
     start = time.monotonic()
     run = _mpiexec("raise", "cpu", str(tmp_path / "out.npz"), timeout=120)
     assert run.returncode != 0
@@ -173,8 +171,10 @@ def test_an_error_outside_any_collective_stops_every_process_at_once(tmp_path: P
 def test_processes_that_run_different_programs_refuse_together(tmp_path: Path) -> None:
     """One process passes arrays of another shape: every process refuses with one message naming
     which processes differ, instead of meeting in mismatched collectives."""
+    start = time.monotonic()
     run = _mpiexec("mismatch", "cpu", str(tmp_path / "out.npz"), timeout=120)
     assert run.returncode != 0
+    assert time.monotonic() - start < 60
     for message in _each_process_error(tmp_path / "out.npz"):
         assert "the processes are not running the same program: processes [0, 1, 2]; [3] differ" in message
 
@@ -182,11 +182,43 @@ def test_processes_that_run_different_programs_refuse_together(tmp_path: Path) -
 def test_processes_that_pass_different_global_values_refuse_together(tmp_path: Path) -> None:
     """Same shapes, other values on process 3 (a different seed, say): at the first run every
     process refuses, instead of training on data that differs per process."""
+    start = time.monotonic()
     run = _mpiexec("other-data", "cpu", str(tmp_path / "out.npz"), timeout=120)
     assert run.returncode != 0
+    assert time.monotonic() - start < 60
     for message in _each_process_error(tmp_path / "out.npz"):
         assert "the processes are not running the same global arguments: processes [0, 1, 2]; [3] differ" in message
         assert "make_array_from_process_local_data" in message
+
+
+FAULT_MESSAGES = {
+    "skip": r"the processes are not at the same collective: processes \[0\] at all-reduce[\w.-]* of jit_\w+ "
+            r"#(\w+) \(run 2\).*; processes \[1\] at all-reduce[\w.-]* of jit_\w+ #(?!\1)\w+ \(run 2\)",
+    "extra": r"the processes are not at the same collective: (processes \[1\] at all-reduce[\w.-]* of "
+             r"jit_\w+ #\w+ \(run 5\).*processes \[0\] at the end of the program|processes \[0\] at the end "
+             r"of the program.*processes \[1\] at all-reduce)",
+    "exit": r"the processes are not at the same collective: .*at the end of the program",
+    "trace": r"matmul: contracting dimensions differ(.|\n)*process 1 failed: stopping all 2 processes",
+    "mesh": r"the processes are not running the same program: processes \[0\]; \[1\] differ",
+}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULT_MESSAGES))
+def test_a_process_that_leaves_the_common_path_stops_every_process_in_seconds(fault: str, tmp_path: Path) -> None:
+    """Process 1 of two skips a collective, runs an extra step, exits early, fails while tracing,
+    or uses another mesh: every process stops (a non-zero exit) in seconds -- not at the
+    collective timeout (600 s by default) -- and the errors say what differs. Before each
+    collective the processes say which one they are at, and at exit that they have ended;
+    without that, a skipped all-reduce paired with the next one and returned wrong sums."""
+    out = tmp_path / "out.npz"
+    start = time.monotonic()
+    run = _mpiexec(fault, "cpu", str(out), launcher=("-n", "2"), timeout=120)
+    took = time.monotonic() - start
+    assert run.returncode != 0, run.stderr[-2000:]
+    messages = [f.read_text() for f in (Path(f"{out}.{rank}.err") for rank in range(2)) if f.exists()]
+    printed = "\n".join(messages) + run.stderr
+    assert re.search(FAULT_MESSAGES[fault], printed), printed[-3000:]
+    assert took < 60, took
 
 
 def _each_process_error(out: Path) -> list[str]:

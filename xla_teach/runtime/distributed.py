@@ -30,10 +30,13 @@ them waiting in a collective.
 
 from __future__ import annotations
 
+import atexit
 import sys
+import threading
 import time
 import traceback
 import weakref
+import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -65,23 +68,48 @@ def initialize() -> None:
         return
     comm = _mpi().COMM_WORLD
     _state["comm"] = comm
-    _state["device"] = DeviceContext(comm.Get_rank(), MpiRendezvous(comm))
+    rendezvous = MpiRendezvous(comm)
+    _state["device"] = DeviceContext(comm.Get_rank(), rendezvous)
     _abort_on_uncaught_errors(comm)
+    atexit.register(_agree_on_the_end, rendezvous)
 
 
 def _abort_on_uncaught_errors(comm: Any) -> None:
     """An exception that ends this process -- anywhere in the user's program, not only inside a
-    collective -- stops every process with ``MPI_Abort`` after printing it: the others would
-    otherwise wait for this one in their next collective forever."""
-    previous = sys.excepthook
+    collective, in any thread -- stops every process with ``MPI_Abort`` after printing it: the
+    others would otherwise wait for this one in their next collective forever."""
+    previous, previous_thread = sys.excepthook, threading.excepthook
 
-    def hook(kind: type[BaseException], error: BaseException, tb: Any) -> None:
-        previous(kind, error, tb)
+    def stop_all() -> None:
         sys.stderr.write(f"[xla_teach] process {comm.Get_rank()} failed: stopping all {comm.Get_size()} processes\n")
         sys.stderr.flush()
         comm.Abort(1)
 
+    def hook(kind: type[BaseException], error: BaseException, tb: Any) -> None:
+        previous(kind, error, tb)
+        stop_all()
+
+    def thread_hook(args: threading.ExceptHookArgs) -> None:
+        previous_thread(args)
+        stop_all()
+
     sys.excepthook = hook
+    threading.excepthook = thread_hook
+
+
+def _agree_on_the_end(rendezvous: MpiRendezvous) -> None:
+    """At exit (``sys.exit`` too), each process tells the others it has ended, in the same
+    exchange that precedes every collective: if one process is still in the program -- an extra
+    step, a collective the others skipped -- every process learns it at once and all stop,
+    instead of one waiting in its collective for the others forever."""
+    if not _state:
+        return
+    try:
+        rendezvous.agree_on("the end of the program", None)
+    except DistributedError as error:
+        sys.stderr.write(f"{error}\n")
+        sys.stderr.flush()
+        rendezvous.comm.Abort(1)
 
 
 def agree(what: str, fingerprint: str | Callable[[], str], remember: tuple[Any, str] | None = None,
@@ -96,6 +124,7 @@ def agree(what: str, fingerprint: str | Callable[[], str], remember: tuple[Any, 
     agreed = _state.setdefault("agreed", weakref.WeakKeyDictionary())
     if remember is not None and remember[1] in agreed.get(remember[0], ()):
         return
+    _state["device"].rendezvous.agree_on(f"the check that every process runs the same {what}", None)
     everyone = list(_state["comm"].allgather(fingerprint() if callable(fingerprint) else fingerprint))
     if len(set(everyone)) > 1:
         groups: dict[str, list[int]] = {}
@@ -242,9 +271,34 @@ class MpiRendezvous:
             return None
         self._enter()
         try:
+            self.agree_on(call.describe(), call)
             return self._run_collective(call)
         finally:
             self._leave()
+
+    def agree_on(self, what: str, call: CollectiveCall | None) -> None:
+        """Before each collective, every process says which one it is at (a short record, one
+        ``MPI_Allgather`` over all processes: every process runs every collective of an SPMD
+        program): a process that skipped one, or took another path, would otherwise meet the
+        others' next collective and exchange the wrong data in silence. On a difference every
+        process raises the same error, naming where each one is."""
+        text = what.encode()
+        record = np.zeros(_RECORD_BYTES, np.uint8)
+        stamp = f"{zlib.crc32(text):08x} ".encode() + text  # equal stamps: the same collective, even if cut short
+        record[:min(len(stamp), _RECORD_BYTES)] = np.frombuffer(stamp[:_RECORD_BYTES], np.uint8)
+        everyone = np.empty((self.devices, _RECORD_BYTES), np.uint8)
+        self._wait(call, self.comm.Iallgather(record, everyone), everyone=True)
+        if (everyone == record).all():
+            return
+        places: dict[str, list[int]] = {}
+        for rank, row in enumerate(everyone):
+            place = bytes(row).rstrip(b"\0").decode(errors="replace").partition(" ")[2]
+            places.setdefault(place, []).append(rank)
+        raise DistributedError(
+            "the processes are not at the same collective: "
+            + "; ".join(f"processes {ranks} at {place}" for place, ranks in places.items())
+            + " (one skipped a collective, ran an extra step or took another path through the program; "
+            "they stop here instead of exchanging the wrong data)")
 
     def _run_collective(self, call: CollectiveCall) -> list[np.ndarray] | None:
         MPI = _mpi()  # noqa: N806 - mpi4py's name
@@ -295,32 +349,28 @@ class MpiRendezvous:
             self._wait(call, request)
         return out
 
-    def _wait(self, call: CollectiveCall, request: Any, everyone: bool = False) -> None:
+    def _wait(self, call: CollectiveCall | None, request: Any, everyone: bool = False) -> None:
         """Wait for a posted operation, testing it now and then, until the collective timeout.
-        ``everyone``: the operation needs every process, not only the group (making the groups'
-        communicators, the first time a set of groups is used)."""
-        from xla_teach import flags
+        ``everyone``: the operation needs every process, not only the group (the exchange that
+        precedes each collective; making the groups' communicators, the first time a set of groups
+        is used). ``call`` None: outside any collective (the end of the program)."""
+        def timed_out(limit: float) -> CollectiveTimeout:
+            me = int(self.comm.Get_rank())
+            members = list(range(self.devices)) if everyone or call is None else list(call.group)
+            waited_for = "every process" if everyone or call is None else f"devices {members}"
+            where = "the end of the program" if call is None else f"{call.kind} {call.key[0]} (run {call.key[1] + 1})"
+            missing = self._missing(call, members) if call is not None else ""
+            return CollectiveTimeout(
+                f"process {me} waited {limit:g} s in {where} for {waited_for}: one of them never reached it (a "
+                "deadlock: the processes took different paths through the program, or one is stuck); raise "
+                f"--xla_teach_collective_timeout_seconds if it is only slow. {missing}")
 
-        limit = float(flags.get("xla_teach_collective_timeout_seconds"))
-        deadline = time.monotonic() + limit
-        pause = 0.0
-        while not request.Test():
-            if limit and time.monotonic() > deadline:
-                name, run = call.key
-                members = list(range(self.devices)) if everyone else list(call.group)
-                waited_for = ("every process (the groups' communicators are made by all of them together, the "
-                              "first time these groups are used)" if everyone else f"devices {members}")
-                raise CollectiveTimeout(
-                    f"process {call.device} waited {limit:g} s in {call.kind} {name} (run {run + 1}) for "
-                    f"{waited_for}: one of them never reached it (a deadlock: the processes took "
-                    "different paths through the program, or one is stuck); raise "
-                    f"--xla_teach_collective_timeout_seconds if it is only slow. {self._missing(call, members)}")
-            time.sleep(pause)
-            pause = min(2 * pause + 1e-6, 1e-4)  # spin first, then sleep up to 0.1 ms
+        wait_with_deadline(request, timed_out)
 
     def exchange(self, key: tuple[str, int], group: list[int], device: int, value: Any) -> dict[int, Any]:
         self._enter()
         try:
+            self.agree_on(f"the collective {key[0]} (run {key[1] + 1}), exchanging values", None)
             everyone = self.comm.allgather((key, device, value))
         finally:
             self._leave()
@@ -335,6 +385,32 @@ class MpiRendezvous:
         traceback.print_exception(error, file=sys.stderr)
         sys.stderr.flush()
         self.comm.Abort(1)
+
+
+_RECORD_BYTES = 192  # the record each process shows the others before a collective: a checksum and a description
+
+
+def wait_with_deadline(request: Any, timed_out: Callable[[float], Exception]) -> None:
+    """Wait for a posted MPI operation, testing it now and then; after
+    ``--xla_teach_collective_timeout_seconds`` (0: forever) raise ``timed_out(limit)``."""
+    from xla_teach import flags
+
+    limit = float(flags.get("xla_teach_collective_timeout_seconds"))
+    deadline = time.monotonic() + limit
+    pause = 0.0
+    while not request.Test():
+        if limit and time.monotonic() > deadline:
+            raise timed_out(limit)
+        time.sleep(pause)
+        pause = min(2 * pause + 1e-6, 1e-4)  # spin first, then sleep up to 0.1 ms
+
+
+def _gather_outputs(comm: Any, out: np.ndarray, everyone: np.ndarray) -> None:
+    """``MPI_Allgather`` of one output, waited for with the collective timeout (a process that
+    never gets here -- stuck, or on another path -- must not leave the others waiting forever)."""
+    wait_with_deadline(comm.Iallgather(_bytes(out), _bytes(everyone)), lambda limit: CollectiveTimeout(
+        f"process {comm.Get_rank()} waited {limit:g} s to gather the outputs from every process: one of them "
+        "never finished the program (raise --xla_teach_collective_timeout_seconds if it is only slow)"))
 
 
 def run_here(run_one: Callable[[DeviceContext], list[np.ndarray]],
@@ -364,7 +440,7 @@ def run_here(run_one: Callable[[DeviceContext], list[np.ndarray]],
             columns.append([out] * n)
             continue
         everyone = np.empty((n, *out.shape), out.dtype)
-        comm.Allgather(_bytes(out), _bytes(everyone))
+        _gather_outputs(comm, out, everyone)
         columns.append(list(everyone))
     return [[column[d] for column in columns] for d in range(n)]
 
@@ -377,7 +453,7 @@ def allgather_array(x: np.ndarray) -> list[np.ndarray]:
     comm = _state["comm"]
     x = _contiguous(np.asarray(x))
     everyone = np.empty((comm.Get_size(), *x.shape), x.dtype)
-    comm.Allgather(_bytes(x), _bytes(everyone))
+    _gather_outputs(comm, x, everyone)
     return list(everyone)
 
 

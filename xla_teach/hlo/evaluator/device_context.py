@@ -9,6 +9,8 @@ both, lets the runners build evaluators without the core importing them back.
 from __future__ import annotations
 
 import threading
+import weakref
+import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,9 +21,8 @@ import numpy as np
 from xla_teach.hlo.replica_groups import expand_replica_groups
 
 if TYPE_CHECKING:
-    from xla_teach.hlo.ir import HloInstruction
+    from xla_teach.hlo.ir import HloInstruction, HloModule
 
-WAIT_SECONDS = 60.0  # a device that never arrives (a deadlocked program) fails the run
 
 
 class Rendezvous:
@@ -29,7 +30,11 @@ class Rendezvous:
     times this device has run it (loops run an instruction again)."""
 
     def __init__(self, devices: int) -> None:
+        from xla_teach import flags
+
         self.devices = devices
+        # a device that never arrives (a deadlocked program) fails the run after this long (None: never)
+        self.timeout = float(flags.get("xla_teach_collective_timeout_seconds")) or None
         self._cond = threading.Condition()
         self._deposits: dict[tuple[str, int, int], dict[int, Any]] = {}
         self._collected: dict[tuple[str, int, int], int] = {}  # members that took a meeting's values
@@ -43,12 +48,13 @@ class Rendezvous:
             self._deposits.setdefault(meeting, {})[device] = value
             self._cond.notify_all()
             arrived = self._cond.wait_for(
-                lambda: self.failed is not None or len(self._deposits[meeting]) == len(group), WAIT_SECONDS)
+                lambda: self.failed is not None or len(self._deposits[meeting]) == len(group), self.timeout)
             if self.failed is not None:
                 raise RuntimeError(f"another device failed: {self.failed}") from self.failed
             if not arrived:
                 missing = sorted(set(group) - set(self._deposits[meeting]))
-                raise RuntimeError(f"devices {missing} never reached this collective (a deadlock?)")
+                raise RuntimeError(f"devices {missing} never reached this collective in {self.timeout:g} s (a "
+                                   "deadlock? raise --xla_teach_collective_timeout_seconds if it is only slow)")
             values = dict(self._deposits[meeting])
             self._collected[meeting] = self._collected.get(meeting, 0) + 1
             if self._collected[meeting] == len(group):  # the last member forgets the meeting
@@ -76,10 +82,30 @@ class CollectiveCall:
     reducer: str | None = None  # all-reduce, reduce-scatter: the opcode of to_apply (None: not a plain op)
     axis: int = 0  # all-gather, reduce-scatter, all-to-all
     pairs: tuple[tuple[int, int], ...] = ()  # collective-permute: (source, target)
+    program: str = ""  # the name of the module it belongs to
+
+    def describe(self) -> str:
+        """What every process must be doing at the same moment: this collective of this program,
+        this run of it, on these shapes."""
+        shapes = ", ".join(f"{o.dtype}{list(o.shape)}" for o in self.operands)
+        name = self.key[0] if self.key[0].startswith(self.kind) else f"{self.kind} {self.key[0]}"
+        return f"{name} of {self.program or 'a program'} (run {self.key[1] + 1}) on {shapes}"
 
     @property
     def group(self) -> tuple[int, ...]:
         return next(g for g in self.groups if self.device in g)
+
+
+_PROGRAM_NAMES: weakref.WeakKeyDictionary[HloModule, str] = weakref.WeakKeyDictionary()
+
+
+def program_name(module: HloModule) -> str:
+    """The module's name and a checksum of its text (``jit_f #1a2b3c4d``): two programs JAX would
+    both call ``jit_<lambda>`` are told apart. Worked out once per module."""
+    name = _PROGRAM_NAMES.get(module)
+    if name is None:
+        name = _PROGRAM_NAMES[module] = f"{module.name} #{zlib.crc32(module.to_text().encode()):08x}"
+    return name
 
 
 @dataclass
@@ -122,9 +148,11 @@ class DeviceContext:
         run = getattr(self.rendezvous, "run_collective", None)
         if run is None:
             return None
+        computation = instr.parent
+        program = program_name(computation.parent) if computation is not None and computation.parent else ""
         call = CollectiveCall(kind, (instr.name, self._runs.get(instr.unique_id, 0)),
                               groups if groups is not None else self.groups_of(instr), self.index,
-                              tuple(np.asarray(o) for o in operands), reducer, axis, pairs)
+                              tuple(np.asarray(o) for o in operands), reducer, axis, pairs, program)
         result = run(call)
         if result is not None:
             self._key(instr)  # this run of the instruction is done
