@@ -396,3 +396,35 @@ ENTRY e {{
     with pytest.raises(VerificationError, match=message):
         verify_module(parse_hlo(text))
     verify_module(parse_hlo(text.replace(pairs, "{{0,1},{1,2},{2,3},{3,0}}")))
+
+
+@pytest.mark.parametrize("op, good, bad, message", [
+    ("f32[4,8] all-gather(x), dimensions={1}", "replica_groups={{0,1},{2,3}}", "replica_groups={{0,1,2,3}}",
+     r"all-gather over groups of 4: its result's dimension 1 should be 16, not 8"),
+    ("f32[4,2] reduce-scatter(x), dimensions={1}, to_apply=add", "replica_groups={{0,1},{2,3}}",
+     "replica_groups={{0,1,2,3}}", r"reduce-scatter over groups of 4: its operand's dimension 1 should be 8, not 4"),
+    ("f32[4,4] all-to-all(x), dimensions={0}", "replica_groups={{0,1},{2,3}}", "replica_groups={{0,1,2},{3}}",
+     r"all-to-all needs replica groups of one size; these have \[1, 3\] members"),
+    ("f32[4,8] all-gather(x), dimensions={1}", "replica_groups={{0,1},{2,3}}", "replica_groups={{0,1,2},{3}}",
+     r"all-gather needs replica groups of one size"),
+])
+def test_a_collectives_result_shape_follows_from_its_group_size(op: str, good: str, bad: str, message: str) -> None:
+    """As XLA's verifier: an all-gather's result is its operand times the group size along its
+    dimension, a reduce-scatter's operand is its result times the group size, an all-to-all's
+    groups are of one size (its dimension split into a piece per member)."""
+    text = f"""HloModule m, num_partitions=4
+
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}}
+
+ENTRY e {{
+  x = f32[4,4] parameter(0)
+  ROOT r = {op}, {bad}
+}}
+"""
+    with pytest.raises(VerificationError, match=message):
+        verify_module(parse_hlo(text))
+    verify_module(parse_hlo(text.replace(bad, good)))

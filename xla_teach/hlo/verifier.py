@@ -83,15 +83,19 @@ def module_problems(module: HloModule, only: Mapping[str, Collection[str] | None
 
 def device_problems(instr: HloInstruction, devices: int) -> list[str]:
     """What XLA's verifier rejects in a program for ``devices`` devices: replica groups that do not
-    cover the devices once each, and a collective-permute whose pairs send from, or to, one device
-    twice or name a device that does not exist."""
+    cover the devices once each, a collective whose result shape does not follow from its group
+    size (all-gather, reduce-scatter, all-to-all), and a collective-permute whose pairs send from,
+    or to, one device twice or name a device that does not exist."""
     problems = []
     groups = instr.attrs.get("replica_groups")
+    # (``{}`` is every device of the collective's mode, replicas or partitions: left to the runtime)
     if isinstance(groups, str) and replica_groups_syntax_ok(groups) and groups.replace(" ", "") != "{}":
         try:
-            expand_replica_groups(groups, devices)
+            expanded = expand_replica_groups(groups, devices)
         except ValueError as err:
             problems.append(str(err))
+        else:
+            problems += _group_size_problems(instr, expanded)
     pairs = instr.attrs.get("source_target_pairs")
     if isinstance(pairs, str) and _SOURCE_TARGET_PAIRS.fullmatch(pairs.replace(" ", "")):
         found = [tuple(map(int, m)) for m in re.findall(r"\{(\d+),(\d+)\}", pairs)]
@@ -104,6 +108,38 @@ def device_problems(instr: HloInstruction, devices: int) -> list[str]:
             if twice:
                 problems.append(f"source_target_pairs={pairs} {side} device(s) {twice} more than once")
     return problems
+
+
+def _group_size_problems(instr: HloInstruction, groups: list[list[int]]) -> list[str]:
+    """An all-gather's result is its operand times the group size along its dimension, a
+    reduce-scatter's operand its result times the group size, and an all-to-all splits its
+    dimension (or its operands) into one piece per member: so their groups must be of one size."""
+    kind = instr.opcode
+    if kind not in ("all-gather", "reduce-scatter", "all-to-all") or not groups:
+        return []
+    sizes = sorted({len(g) for g in groups})
+    if len(sizes) > 1:
+        return [f"{kind} needs replica groups of one size; these have {sizes} members"]
+    n, dims = sizes[0], instr.attrs.get("dimensions")
+    operand, result = instr.operands[0].shape if instr.operands else None, instr.shape
+    if kind == "all-to-all" and len(instr.operands) > 1:
+        return [] if len(instr.operands) == n else [f"all-to-all of {len(instr.operands)} operands (one per member) "
+                                                    f"in groups of {n}"]
+    if operand is None or not operand.is_array or not result.is_array or not dims:
+        return []
+    d = dims[0]
+    if not 0 <= d < min(operand.rank, result.rank):
+        return []  # shape inference reports it
+    have, want = {"all-gather": (result.dimensions[d], operand.dimensions[d] * n),
+                  "reduce-scatter": (operand.dimensions[d], result.dimensions[d] * n),
+                  "all-to-all": (operand.dimensions[d] % n, 0)}[kind]
+    if have == want:
+        return []
+    if kind == "all-to-all":
+        return [f"all-to-all splits dimension {d} ({operand.dimensions[d]}) into {n} pieces: it does not divide"]
+    what = "result" if kind == "all-gather" else "operand"
+    return [f"{kind} over groups of {n}: its {what}'s dimension {d} should be {want}, not {have} "
+            f"({shape_text(operand)} -> {shape_text(result)})"]
 
 
 def computation_problems(comp: HloComputation, check_names: bool = True,
