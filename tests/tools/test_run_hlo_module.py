@@ -170,3 +170,42 @@ def test_a_jax_dump_of_a_sharded_program_runs_partitioned_on_its_devices(capsys:
         out = capsys.readouterr().out
         assert "after SPMD partitioning, on global arguments" in out and "on 4 " in out
         assert "out0: float32[4] OK" in out
+
+
+def test_run_hlo_module_and_replay_run_a_jax_sharded_dump_on_its_real_inputs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same dump with JAX's own inputs (--input_literals_file): run-hlo-module and replay both
+    partition it and give JAX's result (kept in the dump's io.npz), within the rounding of a sum
+    of 8 products per output."""
+    from xla_teach.tools.cli import main
+
+    folder = Path(__file__).parents[1] / "data" / "spmd" / "jax_dump"
+    dump = folder / "module_0000.jit__lambda.before_optimizations.txt"
+    io = np.load(folder / "io.npz")
+    inputs = tmp_path / "inputs.npz"
+    np.savez(inputs, arg0=io["x"], arg1=io["w"])
+    assert main(["run-hlo-module", str(dump), f"--input_literals_file={inputs}", "--platform=cpu",
+                 "--print_literals"]) == 0
+    printed = capsys.readouterr().out
+    assert "after SPMD partitioning, on global arguments" in printed and "out0: float32[4] OK" in printed
+    bound = 16 * 8 * np.finfo(np.float32).eps * (np.abs(io["x"]).sum(0) @ np.abs(io["w"]) + 1)
+    got = np.array([float(v) for v in printed.split("out0 = ")[1].split("{", 1)[1].split("}")[0].split(",")])
+    assert np.all(np.abs(got - io["out"]) <= bound.max())
+    assert main(["replay", str(dump), f"--input_literals_file={inputs}", "--platform=cpu", "--num_runs=2"]) == 0
+    printed = capsys.readouterr().out
+    assert "compiled" in printed and "f32[4]" in printed
+
+
+def test_num_partitions_stands_in_for_a_header_that_does_not_say(capsys: pytest.CaptureFixture[str]) -> None:
+    """A global program with sharding annotations but no num_partitions in its header (as JAX's
+    lowering writes it, before XLA's options add one): --num_partitions=4 partitions it, as the
+    header would."""
+    from xla_teach.tools.cli import main
+
+    headerless = Path(__file__).parents[1] / "data" / "spmd" / "data_parallel.before.txt"
+    assert "num_partitions" not in headerless.read_text().split("\n", 1)[0]
+    assert main(["run-hlo-module", str(headerless), "--use_fake_data", "--platform=interpreter",
+                 "--num_partitions=4"]) == 0
+    printed = capsys.readouterr().out
+    assert "after SPMD partitioning, on global arguments" in printed and "OK" in printed
+    assert "DIFFERS" not in printed

@@ -27,12 +27,17 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 # The other modules' subcommands register themselves when imported: this is the full list.
 import xla_teach.aot.cli  # noqa: F401 - `aot`
 import xla_teach.exercises.cli  # noqa: F401 - `grade`
 import xla_teach.tools.cli.extra  # noqa: F401 - `render`, `explore`, `diff`, `demo`
 from xla_teach.tools.cli.registry import SUBCOMMANDS, add_bool, register, rewrite_bools
+
+if TYPE_CHECKING:
+    from xla_teach.hlo.ir import HloModule
+    from xla_teach.tools.tool_support import HloInput
 
 PROG = "xla-teach"
 # How `xla-teach --help` lists them: XLA's tools first.
@@ -90,21 +95,35 @@ def _configure_replay(p: argparse.ArgumentParser) -> None:
 
 def add_devices(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num_partitions", type=int, default=None, metavar="N",
-                        help="run a partitioned (per-device) module on N devices, each with its own fake inputs "
-                             "(default: the module's num_partitions, or 1): the interpreter's simulated devices or "
-                             "the CPU's threads")
+                        help="run the module on N devices (default: the module's num_partitions, or 1): a global "
+                             "program with sharding annotations is partitioned first, as XLA does; a partitioned "
+                             "(per-device) one runs on each device with fake inputs of its own. The interpreter "
+                             "simulates the devices, the CPU runs a thread per device")
     parser.add_argument("--num_replicas", type=int, default=None, metavar="N", help="the same, for replicas")
 
 
-def run_if_several_devices(a: argparse.Namespace, module: object, print_literals: bool) -> bool:
-    """Run ``module`` on several devices when it (or --num_partitions/--num_replicas) asks for
-    more than one; True if it did. The interpreter simulates them and the CPU runs one thread
-    per device; the GPU runs one: say so."""
-    from xla_teach.backends.backend_info import backend_info
-    from xla_teach.tools.cli.run_hlo_module import run_on_devices
-    from xla_teach.tools.tool_support import ToolError, normalize_platform
+def is_global_program(a: argparse.Namespace, module: HloModule) -> bool:
+    """Is ``module`` a global program for several devices, not yet partitioned (as JAX dumps it)?
+    ``--num_partitions`` stands in for a header that does not say how many devices."""
+    from xla_teach.passes.spmd.spmd_partitioner import needs_partitioning
 
-    header = module.header_attributes  # type: ignore[attr-defined]
+    if a.num_partitions and "num_partitions" not in module.header_attributes:
+        module.header_attributes["num_partitions"] = str(a.num_partitions)
+    return needs_partitioning(module)
+
+
+def run_if_several_devices(a: argparse.Namespace, loaded: HloInput, print_literals: bool) -> bool:
+    """Run ``loaded``'s module on several devices when it (or --num_partitions/--num_replicas)
+    asks for more than one; True if it did. A global program runs on its global arguments (a
+    literals file, the snapshot's, or fake ones), partitioned; a per-device program on fake
+    arguments per device. The interpreter simulates the devices and the CPU runs one thread per
+    device; the GPU runs one: say so."""
+    from xla_teach.backends.backend_info import backend_info
+    from xla_teach.tools.cli.run_hlo_module import run_global_program, run_on_devices
+    from xla_teach.tools.tool_support import ToolError, arguments_for, normalize_platform
+
+    module = loaded.module
+    header = module.header_attributes
     devices = max(a.num_partitions or int(header.get("num_partitions", "1")),
                   a.num_replicas or int(header.get("num_replicas", "1")))
     if devices <= 1:
@@ -113,8 +132,12 @@ def run_if_several_devices(a: argparse.Namespace, module: object, print_literals
     if backend_info(platform).devices == "one":
         raise ToolError(f"this module runs on {devices} devices; the interpreter simulates several devices and "
                         f"the CPU runs them as threads (--platform=interpreter or cpu); {platform} runs one")
-    run_on_devices(module, devices, seed=a.seed, print_literals=print_literals,  # type: ignore[arg-type]
-                   platform=platform)
+    if is_global_program(a, module):
+        given = bool(a.input_literals_file) or (loaded.arguments is not None and not a.use_fake_data)
+        args = arguments_for(loaded, not given, a.input_literals_file, a.seed)
+        run_global_program(module, args, print_literals, sys.stdout, platform)
+    else:
+        run_on_devices(module, devices, seed=a.seed, print_literals=print_literals, platform=platform)
     return True
 
 
@@ -136,12 +159,16 @@ def _run_replay(a: argparse.Namespace) -> int:
     from xla_teach.tools.tool_support import load_hlo_input
 
     for i, path in enumerate(a.files):
-        several = a.num_partitions or a.num_replicas or _header_asks_for_devices(path)
-        if several and run_if_several_devices(a, load_hlo_input(path, "auto").module, a.print_result):
-            continue
+        source: str | HloInput = path
+        if a.num_partitions or a.num_replicas or _header_asks_for_devices(path):
+            source = load_hlo_input(path, "auto")
+            # a global program replays as any other (compiling partitions it; it runs on global
+            # arguments); a per-device one runs on each device
+            if not is_global_program(a, source.module) and run_if_several_devices(a, source, a.print_result):
+                continue
         if len(a.files) > 1 and a.num_runs > 1:
             progress(f"replay: file {i + 1}/{len(a.files)}: {path}")
-        result = replay(path, a.platform, use_fake_data=a.use_fake_data, num_runs=a.num_runs,
+        result = replay(source, a.platform, use_fake_data=a.use_fake_data, num_runs=a.num_runs,
                         print_result=a.print_result, compile_only=a.compile_only,
                         input_literals_file=a.input_literals_file, seed=a.seed)
         if not a.print_result and result.run_seconds:
@@ -183,7 +210,7 @@ def _run_run_hlo_module(a: argparse.Namespace) -> int:
     from xla_teach.tools.tool_support import load_hlo_input, normalize_platform
 
     loaded = load_hlo_input(a.file, a.input_format)
-    if run_if_several_devices(a, loaded.module, a.print_literals):
+    if run_if_several_devices(a, loaded, a.print_literals):
         return 0
     fixed_args = None
     if a.input_literals_file or (loaded.arguments is not None and not a.use_fake_data):

@@ -146,7 +146,7 @@ def run_on_devices(module: HloModule, devices: int, seed: int = 0, print_literal
 
     out = out or sys.stdout
     if needs_partitioning(module):
-        return [_run_global_program(module, seed, print_literals, out, platform)]
+        return [run_global_program(module, fake_arguments(module, seed=seed), print_literals, out, platform)]
     args = [fake_arguments(module, seed=seed + d) for d in range(devices)]
     if backend_info(platform).devices == "threads":
         from xla_teach.api import compile_module
@@ -166,15 +166,14 @@ def run_on_devices(module: HloModule, devices: int, seed: int = 0, print_literal
     return results
 
 
-def _run_global_program(module: HloModule, seed: int, print_literals: bool, out: TextIO,
-                        platform: str) -> list[np.ndarray]:
+def run_global_program(module: HloModule, args: list[Any], print_literals: bool, out: TextIO,
+                       platform: str) -> list[np.ndarray]:
     """A global program for several devices, as JAX dumps it before partitioning: run on global
-    fake arguments, partitioned and on the devices (as XLA runs it), and compared with the same
+    arguments, partitioned and on the devices (as XLA runs it), and compared with the same
     program run whole on one device by the interpreter (the reference)."""
     from xla_teach.api import execute
     from xla_teach.hlo.evaluator import evaluate_module
 
-    args = fake_arguments(module, seed=seed)
     got = execute(module, args, backend=platform)
     whole = module.clone()
     whole.header_attributes.pop("num_partitions", None)  # the same program, on one device
