@@ -146,3 +146,26 @@ def test_in_shardings_may_be_a_pytree_prefix_of_the_arguments(mesh: Mesh) -> Non
             xla_teach.jit(f, in_shardings=({"w": whole}, rows))(params, x)
         with pytest.raises(ValueError, match=r"in_shardings\[1\] is a dict, but the argument is \*"):
             xla_teach.jit(f, in_shardings=(whole, {"a": rows}))(params, x)
+
+
+def test_a_sharded_jit_is_partitioned_by_the_pipelines_recorded_stage_and_its_lowered_text_runs_alone(
+        mesh: Mesh) -> None:
+    """jit writes what JAX writes for in_shardings (a ``Sharding`` custom call after each split
+    parameter), and the compile pipeline's spmd-partitioning stage partitions it -- a recorded
+    pass, in dumps and the explorer like any other. The lowered text alone says it is a global
+    program: executed as text, it gives the jitted function's results."""
+    from xla_teach.passes.spmd.spmd_partitioner import needs_partitioning
+
+    x = np.arange(24, dtype=np.float32).reshape(8, 3)
+    with flags.override(xla_force_host_platform_device_count=4):
+        f = xla_teach.jit(lambda v: (2 * v).sum(0), in_shardings=NamedSharding(mesh, P(("x", "y"))))
+        lowered = f.lower(x)
+        assert 'custom_call_target="Sharding"' in lowered.as_text()
+        assert needs_partitioning(lowered.module)
+        compiled = lowered.compile()
+        stages = [(r.pass_name, r.changed) for r in compiled.executable.recorder.records]
+        assert ("spmd-partitioning", True) in stages
+        assert compiled.executable.module.entry.parameter(0).shape.dimensions == (2, 3)  # each device's rows
+        want = 2 * x.sum(0)  # small integers: exact in any order
+        np.testing.assert_array_equal(f(x), want)
+        np.testing.assert_array_equal(xla_teach.execute(lowered.as_text(), [x])[0], want)

@@ -173,11 +173,12 @@ def _with_header(text: str, devices: int = 4) -> str:
 
 
 @pytest.mark.parametrize("backend", ["interpreter", "cpu"])
-@pytest.mark.parametrize("name", AUTO_PROGRAMS)
+@pytest.mark.parametrize("name", SPMD_PROGRAMS)
 def test_jaxs_dumped_module_is_partitioned_for_its_devices_and_gives_xlas_results(name: str, backend: str) -> None:
     """JAX's module before partitioning, with the num_partitions its dump writes: compiling it runs
     the SPMD partitioner first (a recorded stage), the devices run the per-device program on their
-    pieces of the global arguments, and the results are XLA's."""
+    pieces of the global arguments, and the results are XLA's (shard_map's programs too, whose
+    bodies hold collectives by mesh axis)."""
     args, want, _ = _xla_data(name)
     text = _with_header((DATA / f"{name}.before.txt").read_text())
     got = execute(text, args, backend=backend)

@@ -54,7 +54,7 @@ from xla_teach.frontend.stages import Compiled, Lowered
 from xla_teach.frontend.tracer import ShapedArray, TraceContext, Tracer, current_context, push_context
 from xla_teach.hlo.builder import XlaBuilder
 from xla_teach.hlo.evaluator.devices import Pieces
-from xla_teach.hlo.ir import HloModule
+from xla_teach.hlo.ir import HloInstruction, HloModule
 from xla_teach.hlo.sharding import HloSharding
 
 logger = logging.getLogger("xla_teach.jit")
@@ -103,6 +103,23 @@ def _aval_of(leaf: Any, where: str) -> ShapedArray:
         return ShapedArray(tuple(np.shape(leaf)), dtypes.canonicalize(leaf.dtype))
     raise ValueError(f"jit: {where} is a {type(leaf).__name__}, not an array; pass arrays (or pytrees of "
                      "arrays), or mark the argument static with static_argnums/static_argnames")
+
+
+def _mark_for_the_partitioner(param: HloInstruction) -> None:
+    """After a sharded parameter, a ``Sharding`` custom call with its sharding that every user
+    reads instead, as JAX lowers ``in_shardings``: the module says by itself that it is a global
+    program still to partition (its dump replays as one), and the compile pipeline's
+    spmd-partitioning stage partitions it."""
+    comp = param.parent
+    assert comp is not None and param.sharding is not None
+    users = list(param.users)
+    mark = comp.add_instruction(HloInstruction("custom-call", param.shape, [param],
+                                               {"custom_call_target": "Sharding"}), f"{param.name}.sharding")
+    mark.sharding = param.sharding
+    for user in users:
+        user.replace_operands(param, mark)
+    if comp.root_instruction is param:
+        comp.root_instruction = mark
 
 
 class JitFunction:
@@ -269,6 +286,7 @@ class JitFunction:
             if named is not None:
                 param = module.entry.parameter(number)
                 param.sharding = named.hlo_sharding(param.shape.rank)
+                _mark_for_the_partitioner(param)
                 meshes.add(named.num_devices)
         root = module.entry.root_instruction
         leaves = list(root.shape.tuple_shapes) if root.shape.is_tuple else [root.shape]
@@ -342,13 +360,9 @@ class JitFunction:
         module, out_tree = self.trace(leaves, in_tree, dyn_index, avals)
         traced = time.perf_counter()
         entry = _Entry(module, out_tree)
-        if module.device_count() > 1:  # the SPMD partitioner makes the per-device program
-            from xla_teach.passes.spmd.spmd_partitioner import partition
-
-            entry.partitioned = partition(module)
-            entry.executable = self._compile(entry.partitioned)
-        else:
-            entry.executable = self._compile(module)
+        entry.executable = self._compile(module)
+        if module.device_count() > 1:  # the pipeline's spmd-partitioning stage made the per-device program
+            entry.partitioned = entry.executable.module
         done = time.perf_counter()
         self._seconds += done - start
         self._log(in_tree, avals, statics, traced - start, done - traced)

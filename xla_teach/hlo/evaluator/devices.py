@@ -28,6 +28,7 @@ the devices between calls, as a sharded ``jax.Array`` does.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -154,8 +155,10 @@ def run_global(module: HloModule, args: Sequence[np.ndarray | Pieces],
     if out_shardings is None and root_instr.sharding is not None:
         root = root_instr.sharding
         out_shardings = list(root.elements) if root.is_tuple else [root]
-    # xla_teach's partitioner names the whole results' shapes when their pieces are padded
-    global_shapes = root_instr.frontend_attributes.get("xla_teach.global_shapes", "")
+    # xla_teach's partitioner names the whole results' shapes in the header when their pieces are padded
+    header = str(module.header_attributes.get("frontend_attributes", ""))
+    named = re.search(r'xla_teach\.global_shapes="([^"]*)"', header)
+    global_shapes = named.group(1) if named else ""
     out_dims = [tuple(int(d) for d in text.split("[", 1)[1].rstrip("]").split(",") if d)
                 for text in global_shapes.split(";")] if global_shapes else None
     outputs: list[Any] = []

@@ -225,8 +225,11 @@ class _PerDeviceBuilder:
         shardings = list(root.sharding.elements) if root.sharding.is_tuple else [root.sharding]
         uneven = [tiled(s) and any(d % n for d, n in zip(leaf.dimensions, s.data_tile_dims, strict=True))
                   for s, leaf in zip(shardings, leaves, strict=True)]
-        if any(uneven):  # the pieces are padded: say how large the whole results are
-            root.frontend_attributes[GLOBAL_SHAPES] = ";".join(leaf.to_text(print_layout=False) for leaf in leaves)
+        if any(uneven) and self.entry is self.module.entry:
+            # the pieces are padded: say how large the whole results are (in the module's header,
+            # which the optimizing passes leave alone, unlike the ROOT they may replace)
+            add_module_frontend_attribute(self.module, GLOBAL_SHAPES,
+                                          ";".join(leaf.to_text(print_layout=False) for leaf in leaves))
         return self.comp
 
     def lower(self, instr: HloInstruction) -> tuple[HloInstruction, HloSharding]:
@@ -770,6 +773,12 @@ class _PerDeviceBuilder:
         new = instr.clone_with_new_operands(shape, operands)
         new.sharding = None
         return self.comp.add_instruction(new, instr.name)
+
+
+def add_module_frontend_attribute(module: HloModule, key: str, value: str) -> None:
+    """Add ``key="value"`` to the header's ``frontend_attributes={...}``."""
+    inner = str(module.header_attributes.get("frontend_attributes", "{}")).strip()[1:-1].strip()
+    module.header_attributes["frontend_attributes"] = "{" + (inner + "," if inner else "") + f'{key}="{value}"' + "}"
 
 
 def _drop_shardy_mesh(module: HloModule) -> None:
