@@ -81,6 +81,16 @@ def test_no_import_runs_back_up_the_house() -> None:
     assert upward == [], "\n".join(upward)
 
 
+def test_the_front_end_is_layered_and_its_rules_use_primitives_only() -> None:
+    """Inside the front end: core -> primitives -> the NumPy API -> transforms -> libraries, no
+    import up a layer (but the one named in ``house.FRONTEND_EXCEPTIONS``), and the rules that
+    differentiate primitives import no NumPy API module (they use ``lax_ops``)."""
+    from xla_teach.tools.house import frontend_problems
+
+    problems = frontend_problems()
+    assert problems == [], "\n".join(problems)
+
+
 def test_no_import_knot_even_counting_imports_inside_functions() -> None:
     """Counting imports inside functions too (not those only for type checkers), no two modules
     import each other, directly or through others: the package is a layered graph. (Where a lower

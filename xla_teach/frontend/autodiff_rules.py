@@ -22,29 +22,9 @@ from typing import Any
 import numpy as np
 
 from xla_teach.frontend import dtypes
+from xla_teach.frontend import lax_ops as L
 from xla_teach.frontend import primitives as P
 from xla_teach.frontend.autodiff import needs_grad
-from xla_teach.frontend.numpy_api import (
-    absolute,
-    add,
-    astype,
-    cos,
-    equal,
-    exp,
-    floor,
-    greater,
-    log,
-    multiply,
-    negative,
-    sign,
-    sin,
-    subtract,
-    true_divide,
-    where,
-    zeros_like,
-)
-from xla_teach.frontend.numpy_api_reduce import sum as xsum
-from xla_teach.frontend.numpy_api_shape import transpose
 from xla_teach.frontend.tracer import Primitive, Tracer, bind
 
 Rule = Callable[..., Sequence[Tracer | None]]
@@ -93,58 +73,58 @@ for _name in ("sign", "floor", "ceil", "round"):
     defvjp(_name)(_zero_grad)
 
 defvjp("add")(lambda ct, xs, out: [ct, ct])
-defvjp("sub")(lambda ct, xs, out: [ct, negative(ct)])
-defvjp("neg")(lambda ct, xs, out: [negative(ct)])
-defvjp("mul")(lambda ct, xs, out: [multiply(ct, xs[1]), multiply(ct, xs[0])])
-defvjp("div")(lambda ct, xs, out: [true_divide(ct, xs[1]), negative(true_divide(multiply(ct, out), xs[1]))])
-defvjp("exp")(lambda ct, xs, out: [multiply(ct, out)])
-defvjp("log")(lambda ct, xs, out: [true_divide(ct, xs[0])])
-defvjp("log1p")(lambda ct, xs, out: [true_divide(ct, add(xs[0], 1.0))])
-defvjp("expm1")(lambda ct, xs, out: [multiply(ct, add(out, 1.0))])
-defvjp("tanh")(lambda ct, xs, out: [multiply(ct, subtract(1.0, multiply(out, out)))])
-defvjp("logistic")(lambda ct, xs, out: [multiply(ct, multiply(out, subtract(1.0, out)))])
-defvjp("sqrt")(lambda ct, xs, out: [true_divide(multiply(ct, 0.5), out)])
-defvjp("rsqrt")(lambda ct, xs, out: [multiply(ct, multiply(-0.5, true_divide(out, xs[0])))])
-defvjp("cbrt")(lambda ct, xs, out: [true_divide(ct, multiply(3.0, multiply(out, out)))])
-defvjp("abs")(lambda ct, xs, out: [multiply(ct, sign(xs[0]))])
-defvjp("sin")(lambda ct, xs, out: [multiply(ct, cos(xs[0]))])
-defvjp("cos")(lambda ct, xs, out: [negative(multiply(ct, sin(xs[0])))])
-defvjp("tan")(lambda ct, xs, out: [multiply(ct, add(1.0, multiply(out, out)))])
-defvjp("erf")(lambda ct, xs, out: [multiply(ct, multiply(2.0 / math.sqrt(math.pi),
-                                                           exp(negative(multiply(xs[0], xs[0])))))])
+defvjp("sub")(lambda ct, xs, out: [ct, L.neg(ct)])
+defvjp("neg")(lambda ct, xs, out: [L.neg(ct)])
+defvjp("mul")(lambda ct, xs, out: [L.mul(ct, xs[1]), L.mul(ct, xs[0])])
+defvjp("div")(lambda ct, xs, out: [L.div(ct, xs[1]), L.neg(L.div(L.mul(ct, out), xs[1]))])
+defvjp("exp")(lambda ct, xs, out: [L.mul(ct, out)])
+defvjp("log")(lambda ct, xs, out: [L.div(ct, xs[0])])
+defvjp("log1p")(lambda ct, xs, out: [L.div(ct, L.add(xs[0], 1.0))])
+defvjp("expm1")(lambda ct, xs, out: [L.mul(ct, L.add(out, 1.0))])
+defvjp("tanh")(lambda ct, xs, out: [L.mul(ct, L.sub(1.0, L.mul(out, out)))])
+defvjp("logistic")(lambda ct, xs, out: [L.mul(ct, L.mul(out, L.sub(1.0, out)))])
+defvjp("sqrt")(lambda ct, xs, out: [L.div(L.mul(ct, 0.5), out)])
+defvjp("rsqrt")(lambda ct, xs, out: [L.mul(ct, L.mul(-0.5, L.div(out, xs[0])))])
+defvjp("cbrt")(lambda ct, xs, out: [L.div(ct, L.mul(3.0, L.mul(out, out)))])
+defvjp("abs")(lambda ct, xs, out: [L.mul(ct, L.sign(xs[0]))])
+defvjp("sin")(lambda ct, xs, out: [L.mul(ct, L.cos(xs[0]))])
+defvjp("cos")(lambda ct, xs, out: [L.neg(L.mul(ct, L.sin(xs[0])))])
+defvjp("tan")(lambda ct, xs, out: [L.mul(ct, L.add(1.0, L.mul(out, out)))])
+defvjp("erf")(lambda ct, xs, out: [L.mul(ct, L.mul(2.0 / math.sqrt(math.pi),
+                                                           L.exp(L.neg(L.mul(xs[0], xs[0])))))])
 
 
 @defvjp("pow")
 def _pow(ct: Tracer, xs: list[Tracer], out: Tracer) -> list[Tracer]:
     x, y = xs
-    dx = multiply(ct, multiply(y, bind(P.PRIMITIVES["pow"], x, subtract(y, 1.0))))
-    safe_log = log(where(greater(x, 0.0), x, 1.0))  # d/dy x**y = log(x) x**y, 0 where x <= 0
-    return [dx, multiply(ct, multiply(out, safe_log))]
+    dx = L.mul(ct, L.mul(y, bind(P.PRIMITIVES["pow"], x, L.sub(y, 1.0))))
+    safe_log = L.log(L.select(L.compare(x, 0.0, "GT"), x, 1.0))  # d/dy x**y = log(x) x**y, 0 where x <= 0
+    return [dx, L.mul(ct, L.mul(out, safe_log))]
 
 
 @defvjp("rem")
 def _rem(ct: Tracer, xs: list[Tracer], out: Tracer) -> list[Tracer]:
     """``rem(x, y) = x - y * trunc(x / y)``; the truncated quotient is piecewise constant."""
     x, y = xs
-    q = true_divide(x, y)
-    return [ct, negative(multiply(ct, multiply(sign(q), floor(absolute(q)))))]
+    q = L.div(x, y)
+    return [ct, L.neg(L.mul(ct, L.mul(L.sign(q), L.floor(L.abs(q)))))]
 
 
 @defvjp("atan2")
 def _atan2(ct: Tracer, xs: list[Tracer], out: Tracer) -> list[Tracer]:
     y, x = xs
-    denom = add(multiply(x, x), multiply(y, y))
-    return [true_divide(multiply(ct, x), denom), negative(true_divide(multiply(ct, y), denom))]
+    denom = L.add(L.mul(x, x), L.mul(y, y))
+    return [L.div(L.mul(ct, x), denom), L.neg(L.div(L.mul(ct, y), denom))]
 
 
 def _minmax(pick_first: str) -> Rule:
     """Ties split the cotangent half and half (as JAX does)."""
     def rule(ct: Tracer, xs: list[Tracer], out: Tracer) -> list[Tracer]:
         x, y = xs
-        first = astype(bind(P.compare_p, x, y, direction=pick_first), ct.dtype)
-        tie = astype(equal(x, y), ct.dtype)
-        wx = add(first, multiply(tie, 0.5))
-        return [multiply(ct, wx), multiply(ct, subtract(1.0, wx))]
+        first = L.convert(bind(P.compare_p, x, y, direction=pick_first), ct.dtype)
+        tie = L.convert(L.compare(x, y, "EQ"), ct.dtype)
+        wx = L.add(first, L.mul(tie, 0.5))
+        return [L.mul(ct, wx), L.mul(ct, L.sub(1.0, wx))]
     return rule
 
 
@@ -155,7 +135,7 @@ defvjp("min")(_minmax("LT"))
 @defvjp("select_n")
 def _select(ct: Tracer, xs: list[Tracer], out: Tracer) -> list[Tracer | None]:
     pred = xs[0]
-    zero = zeros_like(ct)
+    zero = L.zeros_like(ct)
     return [None, bind(P.select_p, pred, ct, zero), bind(P.select_p, pred, zero, ct)]
 
 
@@ -163,7 +143,7 @@ def _select(ct: Tracer, xs: list[Tracer], out: Tracer) -> list[Tracer | None]:
 def _convert(ct: Tracer, xs: list[Tracer], out: Tracer, dtype: Any) -> list[Tracer | None]:
     if not dtypes.is_float(xs[0].dtype):
         return [None]
-    return [astype(ct, xs[0].dtype)]
+    return [L.convert(ct, xs[0].dtype)]
 
 
 # ---- shapes -----------------------------------------------------------------------------------------
@@ -187,7 +167,8 @@ defvjp("rev")(lambda ct, xs, out, dimensions: [bind(P.reverse_p, ct, dimensions=
 
 
 def pad_primitive(ct: Tracer, value: Any, config: Sequence[tuple[int, int, int]]) -> Tracer:
-    return bind(P.pad_p, ct, astype(value, ct.dtype), config=tuple(tuple(int(v) for v in c) for c in config))
+    padding = L.convert(value, ct.dtype) if isinstance(value, Tracer) else L.full((), value, ct.dtype)
+    return bind(P.pad_p, ct, padding, config=tuple(tuple(int(v) for v in c) for c in config))
 
 
 @defvjp("slice")
@@ -204,7 +185,7 @@ def _pad_rule(ct: Tracer, xs: list[Tracer], out: Tracer, config: Sequence[tuple[
     unpadded = pad_primitive(ct, np.zeros((), ct.dtype), [(-lo, -hi, 0) for lo, hi, _ in config])
     t_operand = bind(P.slice_p, unpadded, start=(0,) * ct.ndim, limit=unpadded.shape,
                      strides=tuple(interior + 1 for _, _, interior in config))
-    t_value = subtract(xsum(ct), xsum(t_operand))
+    t_value = L.sub(L.reduce_sum(ct), L.reduce_sum(t_operand))
     return [t_operand, t_value]
 
 
@@ -222,13 +203,13 @@ def _concatenate(ct: Tracer, xs: list[Tracer], out: Tracer, dimension: int) -> l
 @defvjp("dynamic_slice")
 def _dynamic_slice(ct: Tracer, xs: list[Tracer], out: Tracer, sizes: Sequence[int]) -> list[Tracer | None]:
     x, idx = xs[0], xs[1:]
-    return [bind(P.dynamic_update_slice_p, zeros_like(x), ct, *idx)] + [None] * len(idx)
+    return [bind(P.dynamic_update_slice_p, L.zeros_like(x), ct, *idx)] + [None] * len(idx)
 
 
 @defvjp("dynamic_update_slice")
 def _dynamic_update_slice(ct: Tracer, xs: list[Tracer], out: Tracer) -> list[Tracer | None]:
     update, idx = xs[1], xs[2:]
-    ct_x = bind(P.dynamic_update_slice_p, ct, zeros_like(update), *idx)
+    ct_x = bind(P.dynamic_update_slice_p, ct, L.zeros_like(update), *idx)
     ct_update = bind(P.dynamic_slice_p, ct, *idx, sizes=update.shape)
     return [ct_x, ct_update] + [None] * len(idx)
 
@@ -245,9 +226,9 @@ defvjp("reduce_sum")(lambda ct, xs, out, axes: [_broadcast_back(ct, xs[0].shape,
 def _reduce_extremum(ct: Tracer, xs: list[Tracer], out: Tracer, axes: Sequence[int]) -> list[Tracer]:
     """The cotangent goes to the positions equal to the max (shared among ties)."""
     x = xs[0]
-    mask = astype(equal(x, _broadcast_back(out, x.shape, axes)), ct.dtype)
+    mask = L.convert(L.compare(x, _broadcast_back(out, x.shape, axes), "EQ"), ct.dtype)
     count = bind(P.PRIMITIVES["reduce_sum"], mask, axes=tuple(axes))
-    return [multiply(_broadcast_back(true_divide(ct, count), x.shape, axes), mask)]
+    return [L.mul(_broadcast_back(L.div(ct, count), x.shape, axes), mask)]
 
 
 defvjp("reduce_max")(_reduce_extremum)
@@ -258,7 +239,7 @@ defvjp("reduce_min")(_reduce_extremum)
 def _reduce_prod(ct: Tracer, xs: list[Tracer], out: Tracer, axes: Sequence[int]) -> list[Tracer]:
     """``d prod / d x_i = prod / x_i`` (not defined where x_i = 0; JAX has a safer rule)."""
     x = xs[0]
-    return [true_divide(_broadcast_back(multiply(ct, out), x.shape, axes), x)]
+    return [L.div(_broadcast_back(L.mul(ct, out), x.shape, axes), x)]
 
 
 # ---- contractions ------------------------------------------------------------------------------------
@@ -287,7 +268,7 @@ def _dot_transpose_lhs(g: Tracer, x_ndim: int, y: Tracer, xc: Sequence[int], yc:
     out_axes = np.argsort(list(xb) + x_kept + x_contract_sorted_by_y)
     product = bind(P.dot_general_p, g, y, contracting=(tuple(ans_y), tuple(y_kept)), batch=(tuple(ans_batch),
                                                                                            tuple(yb)))
-    return transpose(product, [int(a) for a in out_axes])
+    return L.transpose(product, [int(a) for a in out_axes])
 
 
 @defvjp("dot_general")

@@ -23,23 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from xla_teach.frontend import lax_ops as L
 from xla_teach.frontend import primitives as P
 from xla_teach.frontend.autodiff_rules import defvjp
-from xla_teach.frontend.numpy_api import (
-    add,
-    astype,
-    equal,
-    greater_equal,
-    less_equal,
-    logical_and,
-    multiply,
-    ones_like,
-    true_divide,
-    where,
-    zeros,
-    zeros_like,
-)
-from xla_teach.frontend.numpy_api_reduce import argsort
 from xla_teach.frontend.tracer import Tracer, bind
 
 
@@ -49,7 +35,7 @@ def _gather(ct: Tracer, xs: list[Tracer], out: Tracer, offset_dims: Sequence[int
             slice_sizes: Sequence[int]) -> list[Tracer | None]:
     """The transpose of a gather is a scatter-add of the cotangent into zeros."""
     x, indices = xs
-    ct_x = bind(P.scatter_p, zeros(x.shape, x.dtype), indices, ct, mode="add", update_window_dims=offset_dims,
+    ct_x = bind(P.scatter_p, L.full(x.shape, 0, x.dtype), indices, ct, mode="add", update_window_dims=offset_dims,
                 inserted_window_dims=collapsed_slice_dims, scatter_dims_to_operand_dims=start_index_map)
     return [ct_x, None]
 
@@ -78,8 +64,8 @@ class _ScatterGeometry:
             column = bind(P.slice_p, indices, start=(0,) * (indices.ndim - 1) + (k,),
                           limit=indices.shape[:-1] + (k + 1,), strides=(1,) * indices.ndim)
             column = bind(P.reshape_p, column, new_sizes=indices.shape[:-1])
-            ok = logical_and(greater_equal(column, 0), less_equal(column, x.shape[d] - self.slice_sizes[d]))
-            valid = ok if valid is None else logical_and(valid, ok)
+            ok = L.logical_and(L.compare(column, 0, "GE"), L.compare(column, x.shape[d] - self.slice_sizes[d], "LE"))
+            valid = ok if valid is None else L.logical_and(valid, ok)
         if valid is None:
             return None
         batch_dims = tuple(d for d in range(updates.ndim) if d not in update_window_dims)
@@ -90,7 +76,7 @@ class _ScatterGeometry:
         got = bind(P.gather_p, v, self.indices, offset_dims=self.dims["update_window_dims"],
                    collapsed_slice_dims=self.dims["inserted_window_dims"],
                    start_index_map=self.dims["scatter_dims_to_operand_dims"], slice_sizes=tuple(self.slice_sizes))
-        return got if self.valid is None else where(self.valid, got, zeros_like(got))
+        return got if self.valid is None else L.select(self.valid, got, L.zeros_like(got))
 
     def scatter(self, base: Tracer, updates: Tracer, mode: str) -> Tracer:
         return bind(P.scatter_p, base, self.indices, updates, mode=mode, **self.dims)
@@ -105,26 +91,25 @@ def _scatter(ct: Tracer, xs: list[Tracer], out: Tracer, mode: str, update_window
     if mode == "add":
         return [ct, None, geo.gather(ct)]
     if mode == "set":
-        return [geo.scatter(ct, zeros_like(updates), "set"), None, geo.gather(ct)]
+        return [geo.scatter(ct, L.zeros_like(updates), "set"), None, geo.gather(ct)]
     if mode == "mul":
-        factor = geo.scatter(ones_like(x), updates, "mul")  # the product of the updates landing at each spot
-        return [multiply(ct, factor), None, true_divide(geo.gather(multiply(ct, out)), updates)]
+        factor = geo.scatter(L.ones_like(x), updates, "mul")  # the product of the updates landing at each spot
+        return [L.mul(ct, factor), None, L.div(geo.gather(L.mul(ct, out)), updates)]
     # min / max: every value equal to the result shares its cotangent.
-    x_hits = astype(equal(x, out), ct.dtype)
-    u_hits = astype(equal(updates, geo.gather(out)), ct.dtype)
+    x_hits = L.convert(L.compare(x, out, "EQ"), ct.dtype)
+    u_hits = L.convert(L.compare(updates, geo.gather(out), "EQ"), ct.dtype)
     if geo.valid is not None:
-        u_hits = where(geo.valid, u_hits, zeros_like(u_hits))
-    count = add(x_hits, geo.scatter(zeros_like(x), u_hits, "add"))
-    share = true_divide(ct, count)
-    return [multiply(share, x_hits), None, multiply(geo.gather(share), u_hits)]
+        u_hits = L.select(geo.valid, u_hits, L.zeros_like(u_hits))
+    count = L.add(x_hits, geo.scatter(L.zeros_like(x), u_hits, "add"))
+    share = L.div(ct, count)
+    return [L.mul(share, x_hits), None, L.mul(geo.gather(share), u_hits)]
 
 
 @defvjp("sort", single=False)
 def _sort(cts: list[Tracer | None], xs: list[Tracer], outs: list[Tracer], dimension: int) -> list[Tracer | None]:
-    """Values moved from position perm[j] to j; their cotangents move back with the
-    inverse permutation (``argsort(perm)``)."""
-    from xla_teach.frontend.indexing import take_along_axis
-
+    """Values moved from position perm[j] to j; their cotangents move back by sorting them by
+    ``perm`` (the sorted positions), which puts the one at j at perm[j]."""
     perm = outs[-1]
-    inverse = argsort(perm, axis=dimension)
-    return [None if ct is None else take_along_axis(ct, inverse, dimension) for ct in cts]
+    present = [ct for ct in cts if ct is not None]
+    moved = iter(L.sort_by(perm, *present, dimension=dimension) if present else [])
+    return [None if ct is None else next(moved) for ct in cts]

@@ -22,12 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from xla_teach.frontend import lax_ops as L
 from xla_teach.frontend import primitives as P
 from xla_teach.frontend.autodiff import needs_grad
 from xla_teach.frontend.autodiff_rules import defvjp, pad_primitive
 from xla_teach.frontend.errors import CompilationError
-from xla_teach.frontend.numpy_api import multiply, true_divide
-from xla_teach.frontend.numpy_api_shape import transpose
 from xla_teach.frontend.tracer import Primitive, Tracer, bind
 from xla_teach.hlo.attributes import ConvDimensionNumbers
 from xla_teach.hlo.builder import XlaBuilder, XlaOp
@@ -66,9 +65,9 @@ def _reduce_window(ct: Tracer, xs: list[Tracer], out: Tracer, kind: str, window:
                      strides=tuple(base_dilation or ones), padding=((0, 0),) * x.ndim,
                      window_dilation=window_dilation)]
     if kind == "prod":
-        spread = _reduce_window(multiply(ct, out), xs, out, "sum", window, strides, padding, base_dilation,
+        spread = _reduce_window(L.mul(ct, out), xs, out, "sum", window, strides, padding, base_dilation,
                                 window_dilation)[0]
-        return [true_divide(spread, x)]
+        return [L.div(spread, x)]
     if kind == "max" and not base_dilation and not window_dilation:
         return [bind(P.select_and_scatter_add_p, ct, x, window=tuple(window), strides=tuple(strides),
                      padding=tuple(padding))]
@@ -142,7 +141,7 @@ def _reshape_axis_into(src: int, dst: int, x: Tracer) -> Tracer:
     perm.insert(dst, src)
     shape = [x.shape[i] for i in range(x.ndim) if i != src]
     shape[dst] *= x.shape[src]
-    return bind(P.reshape_p, transpose(x, perm), new_sizes=tuple(shape))
+    return bind(P.reshape_p, L.transpose(x, perm), new_sizes=tuple(shape))
 
 
 @defvjp("conv_general_dilated")

@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from xla_teach.frontend import dtypes
+from xla_teach.frontend import lax_ops as L
 from xla_teach.frontend.autodiff import backward_pass, identity_p, needs_grad
-from xla_teach.frontend.numpy_api import zeros_like
 from xla_teach.frontend.tracer import Tape, Tracer, bind, current_context, recording
 
 Rule = Callable[[Sequence[Tracer | None], Sequence[Tracer], Sequence[Tracer]], list[Tracer | None]]
@@ -70,7 +70,7 @@ def transpose_step(fn: Callable[[list[Tracer]], list[Tracer]], args: Sequence[Tr
     cts = backward_pass(tape, [outs[p] for p in positions], [seeds[p] for p in positions])
 
     def ct_of(t: Tracer) -> Tracer:
-        return cts[id(t)] if id(t) in cts else zeros_like(t)
+        return cts[id(t)] if id(t) in cts else L.zeros_like(t)
 
     return [ct_of(args[k]) for k in wrt], [ct_of(c) for c in copies]
 

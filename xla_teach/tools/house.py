@@ -36,6 +36,46 @@ FLOOR_NAMES = {0: "IR, flags", 1: "passes", 2: "runtime", 3: "shared LLVM, optio
                9: "graph runner, AOT", 10: "exercises, demo", 11: "command line", 12: "package"}
 
 
+# Inside the front end (floor 8), its own layers, each importing only the ones before it:
+# core -> primitives -> the NumPy API -> transforms -> libraries (docs/frontend.md, "Where the code is").
+FRONTEND_LAYERS: dict[str, int] = {
+    **dict.fromkeys(("__init__", "tracer", "pytree", "dtypes", "errors"), 0),
+    **dict.fromkeys(("primitives", "lax_ops"), 1),
+    **dict.fromkeys(("numpy_api", "numpy_api_shape", "numpy_api_reduce", "numpy_api_linalg", "indexing"), 2),
+    **dict.fromkeys(("jit", "stages", "autodiff", "autodiff_rules", "autodiff_rules_indexing", "autodiff_rules_window",
+                     "control_flow", "control_flow_trace", "control_flow_autodiff", "conditional", "scan_loop",
+                     "shard_map", "sharding", "sharded_array"), 3),
+    **dict.fromkeys(("nn", "random", "optimizers"), 4),
+}
+FRONTEND_LAYER_NAMES = {0: "core", 1: "primitives", 2: "NumPy API", 3: "transforms", 4: "libraries"}
+# The rules that differentiate primitives are written with primitives (``lax_ops``), as JAX's
+# are with ``lax``: they import nothing of the NumPy API.
+RULES = ("autodiff_rules", "autodiff_rules_indexing", "autodiff_rules_window", "control_flow_autodiff")
+# The one import allowed up a layer: called outside jit, a NumPy function runs by jitting itself.
+FRONTEND_EXCEPTIONS = {("numpy_api", "jit")}
+
+
+def frontend_problems() -> list[str]:
+    """``file:line imports module`` for every import inside the front end that goes up a layer, or
+    from a rule into the NumPy API; and every front-end module that has no layer."""
+    problems = []
+    for path in sorted((PACKAGE / "frontend").glob("*.py")):
+        if path.stem not in FRONTEND_LAYERS:
+            problems.append(f"{path.relative_to(PACKAGE.parent)} has no layer in house.FRONTEND_LAYERS")
+            continue
+        mine = FRONTEND_LAYERS[path.stem]
+        for line, target in imports(path):
+            if not target.startswith("xla_teach.frontend."):
+                continue
+            other = target.split(".")[2]
+            theirs = FRONTEND_LAYERS.get(other, 0)
+            upward = theirs > mine and (path.stem, other) not in FRONTEND_EXCEPTIONS
+            if upward or (path.stem in RULES and theirs == 2):
+                problems.append(f"{path.relative_to(PACKAGE.parent)}:{line} ({FRONTEND_LAYER_NAMES[mine]}) imports "
+                                f"{target} ({FRONTEND_LAYER_NAMES[theirs]})")
+    return problems
+
+
 def floor(module: str) -> int:
     best = max((prefix for prefix, _ in FLOORS if module == prefix or module.startswith(prefix + ".")), key=len)
     return dict(FLOORS)[best]
