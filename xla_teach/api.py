@@ -88,10 +88,9 @@ def _compile_module(module: HloModule | str, backend: str, options: CompileOptio
     executable = compiler.run_backend(optimized)
     executable.recorder = compiler.recorder
     executable.compile_timings = dict(compiler.timings)
-    for listener in listeners.values():
+    for listener in listeners.values():  # (the dumper attaches itself: executable.dumper)
         listener.after_compilation(executable)
         options.pass_options.listeners.remove(listener.on_pass)
-    executable.dumper = listeners.get("dump")
     _debug_print(_debug_level(values), executable)
     return executable
 

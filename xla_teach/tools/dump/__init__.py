@@ -283,7 +283,9 @@ class ModuleDumper:
         self.passes.on_pass(record)
 
     def after_compilation(self, executable: Any) -> None:
-        """The optimized module, its buffer assignment, LLVM IR, assembly or PTX."""
+        """The optimized module, its buffer assignment, LLVM IR, assembly or PTX; the executable
+        keeps this dumper (``executable.dumper``) for the snapshots of its runs."""
+        executable.dumper = self
         self.passes.flush("pipeline-end")
         artifacts = executable.artifacts
         optimized = executable.module
