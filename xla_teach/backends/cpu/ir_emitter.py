@@ -38,7 +38,7 @@ from xla_teach.backends.llvm.ir_emitter_base import (
     refuse_expanded,
     writes_in_place,
 )
-from xla_teach.backends.llvm.kernel_context import KernelContext, find_dot_in, is_reduction_hero
+from xla_teach.backends.llvm.kernel_context import KernelContext, is_dot_kernel, is_reduction_hero
 from xla_teach.backends.llvm.kernels.rng import (
     emit_rng_bit_generator_kernel,
     emit_rng_get_and_update_state_kernel,
@@ -107,8 +107,7 @@ class CpuIrEmitter(IrEmitterBase):
                emit_attention_kernel),  # scores in a tile on the stack, two gemms per block of queries
         kernel("row fusion", lambda i, a: is_row_fusion(i), emit_row_fusion_kernel),
         kernel("reduction", lambda i, a: is_reduction_hero(hero(i)), emit_reduction_kernel),
-        kernel("dot", lambda i, a: i.opcode == "dot" or (i.opcode == "fusion" and find_dot_in(i) is not None),
-               emit_dot_kernel),
+        kernel("dot", lambda i, a: is_dot_kernel(i), emit_dot_kernel),
         kernel("loop", lambda i, a: True, emit_loop_kernel),
     )
 

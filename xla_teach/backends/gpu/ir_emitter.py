@@ -47,7 +47,7 @@ from xla_teach.backends.llvm.ir_emitter_base import (
     refuse_expanded,
     writes_in_place,
 )
-from xla_teach.backends.llvm.kernel_context import KernelContext, find_dot_in, is_reduction_hero
+from xla_teach.backends.llvm.kernel_context import KernelContext, is_dot_kernel, is_reduction_hero
 from xla_teach.backends.llvm.kernel_support import ptx_name
 from xla_teach.backends.llvm.kernels.rng import emit_rng_get_and_update_state_kernel, emit_rng_state_reset
 from xla_teach.backends.llvm.kernels.scatter import emit_scatter_kernel, emit_select_and_scatter_kernel
@@ -123,7 +123,7 @@ class GpuIrEmitter(IrEmitterBase):
         KernelRule("expanded op", no_kernel, refuse_expanded),  # rng, topk: an expander rewrites them
         kernel("row fusion", lambda i, a: is_row_fusion(i), emit_gpu_row_fusion_kernel),  # a block per row
         kernel("reduction", lambda i, a: is_reduction_hero(hero(i)), emit_gpu_reduction_kernel),  # warp shuffles
-        KernelRule("dot", lambda i, a: i.opcode == "dot" or (i.opcode == "fusion" and find_dot_in(i) is not None),
+        KernelRule("dot", lambda i, a: is_dot_kernel(i),
                    lambda e, i, a: partial(emit_gpu_dot_kernel, allow_tf32=e.allow_tf32)),
         kernel("transpose", lambda i, a: is_tiled_transpose(i), emit_gpu_transpose_kernel),  # a shared-memory tile
         kernel("loop", lambda i, a: True, emit_gpu_loop_kernel),  # a thread per element

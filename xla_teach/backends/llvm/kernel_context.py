@@ -103,6 +103,11 @@ def is_reduction_hero(hero: HloInstruction) -> bool:
     return hero.opcode == "tuple" and any(e.opcode == "reduce" for e in hero.operands)
 
 
+def is_dot_kernel(instr: HloInstruction) -> bool:
+    """A dot, or a fusion around one (its epilogue or prologue): a dot kernel's work."""
+    return instr.opcode == "dot" or (instr.opcode == "fusion" and find_dot_in(instr) is not None)
+
+
 def find_dot_in(fusion: HloInstruction) -> HloInstruction | None:
     """The dot inside a fusion (an output fusion's hero), if any."""
     for instr in fusion.fused_computation.instructions:
