@@ -71,6 +71,9 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     _f("xla_backend_optimization_level", int, 3, "LLVM optimization level (0-3) of the CPU/GPU backends."),
     _f("xla_force_host_platform_device_count", int, 0, "How many CPU devices this process has (one thread each, "
        "collectives between them); 0: as many as a module's num_partitions x num_replicas asks for."),
+    _f("xla_cpu_parallel_codegen_split_count", int, 32, "Split a large CPU LLVM module for parallel compilation "
+       "(1: do not split). xla_teach compiles at most two parts at once: the second in a codegen worker process, "
+       "since llvmlite runs one LLVM call at a time per process."),
     _f("xla_cpu_enable_fast_math", bool, False, "Accepted for compatibility; xla_teach never uses fast math."),
     _f("xla_cpu_multi_thread_eigen", bool, True, "Accepted for compatibility; the threads of BLAS calls follow "
        "OPENBLAS_NUM_THREADS (xla_teach_cpu_parallel splits generated kernels)."),

@@ -32,6 +32,7 @@ class CompileOptions:
     keep_assembly: bool = True
     run_hlo_passes: bool = True  # False: the module is already optimized (run-hlo-module)
     cpu_parallel: bool = True
+    split_codegen: bool = True  # --xla_cpu_parallel_codegen_split_count > 1: large modules in two processes
     flush_denormals: bool = True  # --xla_teach_flush_denormals: CPU runs and the interpreter, as XLA CPU
     gpu_arch: str = ""
     gpu_tf32: bool = True  # --xla_teach_gpu_tf32: large default-precision f32 dots on TF32 tensor cores
@@ -63,6 +64,7 @@ class CompileOptions:
             pass_options=PassOptions(disabled_passes=disabled, disable_all=bool(v["xla_disable_all_hlo_passes"]),
                                      opt_level=int(v["xla_teach_hlo_opt_level"])),
             cpu_parallel=bool(v["xla_teach_cpu_parallel"]),
+            split_codegen=int(v["xla_cpu_parallel_codegen_split_count"]) > 1,
             flush_denormals=bool(v["xla_teach_flush_denormals"]),
             gpu_arch=str(v["xla_teach_gpu_arch"]),
             gpu_tf32=bool(v["xla_teach_gpu_tf32"]),

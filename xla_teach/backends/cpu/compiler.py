@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 
 from xla_teach.backends.compiler_base import CompilerBase
-from xla_teach.backends.cpu import runtime_library
+from xla_teach.backends.cpu import runtime_library, split_codegen
 from xla_teach.backends.cpu.ir_emitter import CpuIrEmitter, HostPlan, KernelPlan, SequencePlan
 from xla_teach.backends.cpu.jit import CpuJit
 from xla_teach.backends.cpu.kernel_builder import declare_dynamic_denormal_mode
@@ -30,6 +30,9 @@ from xla_teach.passes.pass_base import HloPassPipeline
 from xla_teach.passes.scheduling.buffer_assignment import ModuleBufferAssignment
 from xla_teach.runtime.executable import CompiledArtifacts, Executable, SequenceExecutable
 from xla_teach.runtime.thunks import KernelThunk, Thunk, host_thunk
+
+# A module this large makes LLVM IR worth compiling in two parts (split_codegen.SPLIT_MIN_BYTES)
+SPLIT_CODEGEN_MIN_INSTRUCTIONS = 1000
 
 
 class CpuCompiler(CompilerBase):
@@ -43,6 +46,8 @@ class CpuCompiler(CompilerBase):
     # ---- stage 2 ----------------------------------------------------------------------
     def run_backend(self, optimized: HloModule) -> Executable:
         start = time.perf_counter()
+        if self.options.split_codegen and optimized.instruction_count() >= SPLIT_CODEGEN_MIN_INSTRUCTIONS:
+            split_codegen.worker()  # started now, it is ready when LLVM begins (it takes ~0.4 s to start)
         assignments = ModuleBufferAssignment(optimized, donate_loop_state=True)  # loops update their state in place
         emitter = CpuIrEmitter(optimized, assignments)
         plans = emitter.emit_all()
@@ -51,7 +56,8 @@ class CpuCompiler(CompilerBase):
         ir_text, _ = dedupe_kernels(ir_text, list(emitter.comments))  # identical kernels compiled once
         self.timings["ir_emission"] = time.perf_counter() - start
         start = time.perf_counter()
-        jit = CpuJit(ir_text, self.options.llvm_opt_level, self.options.keep_assembly, emitter.vector_code_only)
+        jit = CpuJit(ir_text, self.options.llvm_opt_level, self.options.keep_assembly, emitter.vector_code_only,
+                     split=self.options.split_codegen)
         self.timings["llvm"] = time.perf_counter() - start
         sequences: dict[str, SequenceExecutable] = {}
 

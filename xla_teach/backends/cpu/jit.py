@@ -10,52 +10,48 @@ the unoptimized IR, the optimized IR and the assembly, which is what
 
 from __future__ import annotations
 
-import functools
 import threading
 
 import llvmlite.binding as llvm
 
+from xla_teach.backends.cpu import split_codegen
+from xla_teach.backends.cpu.host_target import host_cpu, host_target_machine, initialize_llvm  # noqa: F401 - their old home
 from xla_teach.backends.llvm.kernel_support import optimize_module
 
 _lock = threading.Lock()
-
-
-@functools.cache
-def initialize_llvm() -> None:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    llvm.initialize_native_asmparser()
-
-
-@functools.cache
-def host_cpu() -> tuple[str, str]:
-    """The host's CPU name and feature string, asked of LLVM once (each ask reads ``cpuid`` and
-    builds a string map: half a millisecond, every compile)."""
-    initialize_llvm()
-    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-
-
-def host_target_machine(opt_level: int = 3) -> llvm.TargetMachine:
-    """A new target machine for the host (MCJIT takes ownership of the one it is given)."""
-    initialize_llvm()
-    target = llvm.Target.from_default_triple()
-    cpu, features = host_cpu()
-    return target.create_target_machine(
-        cpu=cpu, features=features, opt=min(max(opt_level, 0), 3), codemodel="jitdefault", jit=True)
 
 
 class CpuJit:
     """A JIT-compiled LLVM module whose functions can be called through ctypes."""
 
     def __init__(self, ir_text: str, opt_level: int = 3, keep_assembly: bool = True,
-                 vector_code: bool = False) -> None:
+                 vector_code: bool = False, split: bool = False) -> None:
         """``vector_code``: the module's kernels are vector code already (LLVM's short pipeline,
-        see :func:`~xla_teach.backends.llvm.kernel_support.optimize_module`)."""
+        see :func:`~xla_teach.backends.llvm.kernel_support.optimize_module`). ``split``: a large
+        module is compiled in two parts at once, one by the codegen worker process
+        (:mod:`~xla_teach.backends.cpu.split_codegen`)."""
         initialize_llvm()
         self.ir_no_opt = ir_text
         self.opt_level = opt_level
         self.keep_assembly = keep_assembly
         self._assembly: str | None = None
+        self._other_parts: list[str] = []  # the optimized IR of the parts the worker compiled
+        worker = split_codegen.worker() if split and len(ir_text) >= split_codegen.SPLIT_MIN_BYTES else None
+        if worker is not None and worker.busy.acquire(blocking=False):
+            try:
+                self._compile_split(ir_text, worker, opt_level, vector_code)
+                return
+            except RuntimeError:
+                pass  # the worker failed: compile it all here
+            finally:
+                worker.busy.release()
+        self._module, self.engine = self._compile(ir_text, opt_level, vector_code)
+        with _lock:
+            self.engine.finalize_object()
+        self.ir_with_opt = str(self._module)
+
+    @staticmethod
+    def _compile(ir_text: str, opt_level: int, vector_code: bool) -> tuple[llvm.ModuleRef, llvm.ExecutionEngine]:
         tm = host_target_machine(opt_level)
         with _lock:
             module = llvm.parse_assembly(ir_text)
@@ -63,21 +59,43 @@ class CpuJit:
             module.data_layout = str(tm.target_data)
             module.verify()
             optimize_module(module, tm, opt_level, vector_code)
-            self.ir_with_opt = str(module)
-            self.engine = llvm.create_mcjit_compiler(module, tm)
-            self.engine.finalize_object()
-        self._module = module
+            engine = llvm.create_mcjit_compiler(module, tm)
+            return module, engine
+
+    def _compile_split(self, ir_text: str, worker: split_codegen.CodegenWorker, opt_level: int,
+                       vector_code: bool) -> None:
+        """The first part here, the second in the worker at the same time (each part's machine
+        code is complete on its own); the worker's object file then joins this engine."""
+        mine, theirs = split_codegen.split_module(ir_text, 2)
+        worker.start(theirs, opt_level, vector_code)
+        module, engine = self._compile(mine, opt_level, vector_code)
+        with _lock:
+            engine.finalize_object()
+        code, optimized = worker.result()
+        with _lock:
+            engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+            engine.finalize_object()
+        self._module, self.engine, self._other_parts = module, engine, [optimized]
+        self.ir_with_opt = str(module) + "".join(
+            f"\n; ---- part {k + 2} of {len(self._other_parts) + 1}, compiled by the codegen worker process "
+            f"----\n{text}" for k, text in enumerate(self._other_parts))
 
     @property
     def assembly(self) -> str:
         """The optimized module's assembly, made when first asked for (a quarter of LLVM's time
-        on a mid-size module, and only dumps, ``as_text("asm")`` and the explorer read it)."""
+        on a mid-size module, and only dumps, ``as_text("asm")`` and the explorer read it); a
+        split module's parts one after another."""
         if self._assembly is None:
             if not self.keep_assembly:
                 self._assembly = ""
             else:
                 with _lock:
-                    self._assembly = host_target_machine(self.opt_level).emit_assembly(self._module)
+                    tm = host_target_machine(self.opt_level)
+                    parts = [tm.emit_assembly(self._module)]
+                    for text in self._other_parts:
+                        part = llvm.parse_assembly(text)
+                        parts.append(tm.emit_assembly(part))
+                self._assembly = "\n".join(parts)
         return self._assembly
 
     def function_address(self, name: str) -> int:
@@ -85,8 +103,3 @@ class CpuJit:
         if not address:
             raise KeyError(f"function {name} is not in the compiled module")
         return address
-
-    def object_code(self) -> bytes:
-        """The module as a relocatable object file (for AOT)."""
-        tm = host_target_machine()
-        return tm.emit_object(self._module)
