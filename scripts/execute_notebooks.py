@@ -83,16 +83,24 @@ def _digest(path: Path) -> str:
     return h.hexdigest()[:20]
 
 
+LEFT_FILES = "xla_teach_left_files"  # the notebook's metadata: what it left in its working directory
+
+
 def executed(path: Path) -> Any:
     """The notebook at ``path`` with its outputs, from the cache when neither it nor the package
-    changed since it last ran."""
+    changed since it last ran (the documentation build runs each notebook; the notebook tests then
+    check that run instead of a second one). Its metadata says what it left in its working
+    directory (``LEFT_FILES``)."""
     import nbformat
 
     cached = CACHE / f"{path.stem}.{_digest(path)}.ipynb"
     if cached.is_file():
-        return nbformat.read(cached, as_version=4)
+        notebook = nbformat.read(cached, as_version=4)
+        if LEFT_FILES in notebook.metadata:
+            return notebook
     with tempfile.TemporaryDirectory(prefix="xla_teach_nb_cwd_") as workdir:
         notebook = execute(path, Path(workdir))
+        notebook.metadata[LEFT_FILES] = sorted(os.listdir(workdir))
     CACHE.mkdir(parents=True, exist_ok=True)
     for old in CACHE.glob(f"{path.stem}.*.ipynb"):
         old.unlink()

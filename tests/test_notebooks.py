@@ -2,7 +2,8 @@
 
 Every ``notebooks/*.ipynb`` is executed with nbclient on a fresh kernel that runs
 *this* interpreter (so the notebooks see the checkout under test), in a temporary
-working directory, with ``XLA_FLAGS`` cleared. A cell that raises fails the test
+working directory, with ``XLA_FLAGS`` cleared -- once per state of the code: the
+documentation build's run of the same notebook on the same package is reused. A cell that raises fails the test
 with the cell's traceback. GPU cells detect the device themselves, so the suite
 runs on machines without one.
 
@@ -59,16 +60,19 @@ def _pictures(notebook) -> int:  # type: ignore[no-untyped-def]
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs(path: Path, tmp_path: Path) -> None:
+def test_notebook_runs(path: Path) -> None:
+    """Run (or, when the documentation build already ran this notebook against this very code,
+    read that run from its cache: ``execute_notebooks.executed`` keys it by the notebook and
+    every file of the package). A cell that raises fails with its traceback."""
     import shutil
 
-    workdir = tmp_path / "cwd"
-    workdir.mkdir()
-    notebook = _script("execute_notebooks").execute(path, workdir)  # raises CellExecutionError, with the failing cell and its traceback
+    runner = _script("execute_notebooks")
+    notebook = runner.executed(path)  # raises CellExecutionError, with the failing cell and its traceback
     errors = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
               if output.get("output_type") == "error"]
     assert not errors, f"{path.name}: cells produced errors: {errors}"
-    assert not any(workdir.iterdir()), f"{path.name} left files in its working directory: {list(workdir.iterdir())}"
+    left = notebook.metadata[runner.LEFT_FILES]
+    assert not left, f"{path.name} left files in its working directory: {left}"
     if shutil.which("dot"):
         assert _pictures(notebook) >= PICTURES.get(path.stem, 0), f"{path.name} drew {_pictures(notebook)} pictures"
 

@@ -287,7 +287,7 @@ class MpiRendezvous:
         stamp = f"{zlib.crc32(text):08x} ".encode() + text  # equal stamps: the same collective, even if cut short
         record[:min(len(stamp), _RECORD_BYTES)] = np.frombuffer(stamp[:_RECORD_BYTES], np.uint8)
         everyone = np.empty((self.devices, _RECORD_BYTES), np.uint8)
-        self._wait(call, self.comm.Iallgather(record, everyone), everyone=True)
+        self._wait(call, self.comm.Iallgather(record, everyone), everyone=True, where=what)
         if (everyone == record).all():
             return
         places: dict[str, list[int]] = {}
@@ -349,19 +349,22 @@ class MpiRendezvous:
             self._wait(call, request)
         return out
 
-    def _wait(self, call: CollectiveCall | None, request: Any, everyone: bool = False) -> None:
+    def _wait(self, call: CollectiveCall | None, request: Any, everyone: bool = False, where: str = "") -> None:
         """Wait for a posted operation, testing it now and then, until the collective timeout.
         ``everyone``: the operation needs every process, not only the group (the exchange that
         precedes each collective; making the groups' communicators, the first time a set of groups
-        is used). ``call`` None: outside any collective (the end of the program)."""
+        is used). ``call`` None: outside any collective, at ``where`` (the end of the program, say)."""
         def timed_out(limit: float) -> CollectiveTimeout:
             me = int(self.comm.Get_rank())
             members = list(range(self.devices)) if everyone or call is None else list(call.group)
             waited_for = "every process" if everyone or call is None else f"devices {members}"
-            where = "the end of the program" if call is None else f"{call.kind} {call.key[0]} (run {call.key[1] + 1})"
+            if call is not None:
+                where_text = f"{call.kind} {call.key[0]} (run {call.key[1] + 1})"
+            else:
+                where_text = where or "an exchange outside any collective"
             missing = self._missing(call, members) if call is not None else ""
             return CollectiveTimeout(
-                f"process {me} waited {limit:g} s in {where} for {waited_for}: one of them never reached it (a "
+                f"process {me} waited {limit:g} s in {where_text} for {waited_for}: one of them never reached it (a "
                 "deadlock: the processes took different paths through the program, or one is stuck); raise "
                 f"--xla_teach_collective_timeout_seconds if it is only slow. {missing}")
 

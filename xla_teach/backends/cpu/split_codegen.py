@@ -219,13 +219,14 @@ class CodegenWorker:
         return reply
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            try:
-                assert self.process.stdin is not None
-                self.process.stdin.close()
-                self.process.wait(timeout=5)
-            except Exception:  # noqa: BLE001 - at exit: make sure it is gone
-                self.process.kill()
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()  # the worker's loop ends when its input does
+            self.process.wait(timeout=5)
+        except Exception:  # noqa: BLE001 - at exit: make sure it is gone
+            self.process.kill()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 _worker: CodegenWorker | None = None
