@@ -203,3 +203,21 @@ def test_a_real_jax_dump_of_a_sharded_program_runs_and_records_its_partitioning(
     per_device = compile_module((DATA / "data_parallel.txt").read_text(), "cpu").recorder.records
     stage = [r for r in per_device if r.pipeline == "spmd-partitioning"]
     assert [r.pass_name for r in stage] == ["call-inliner", "spmd-partitioning"] and not any(r.changed for r in stage)
+
+
+def test_the_partitioning_stage_is_in_the_dumps_and_the_explorer(tmp_path: Path) -> None:
+    """JAX's sharded dump compiled with every pass dumped: the spmd-partitioning stage has its
+    files (the module before and after it, as XLA names them), and the compile explorer's pass
+    list shows it, changed, with its structural diff."""
+    from xla_teach import flags
+    from xla_teach.api import compile_module
+    from xla_teach.tools.explorer.model import build_data
+
+    text = (DATA / "jax_dump" / "module_0000.jit__lambda.before_optimizations.txt").read_text()
+    with flags.override(xla_dump_to=str(tmp_path), xla_dump_hlo_pass_re=".*"):
+        executable = compile_module(text, "cpu")
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert any("after_spmd-partitioning" in n and "spmd-partitioning" in n for n in names), names
+    data = build_data(executable, graphs=False)
+    (entry,) = [p for p in data.passes if p["name"] == "spmd-partitioning" and p.get("pipeline") == "spmd-partitioning"]
+    assert entry["changed"] and entry["diff"]
