@@ -71,7 +71,8 @@ CASES = {
     # columns of the right side split, the left side whole: a local dot
     "dot_columns": ([("f32[4,6]", "{replicated}"), ("f32[6,8]", "{devices=[1,4]<=[4]}")],
                     "  ROOT d = f32[4,8] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
-    # both sides split on their free dimensions: no local rule, computed whole
+    # rows and columns split over the same devices: both operands gathered (XLA's windowed einsum
+    # moves one with collective-permutes instead; docs/xla-compatibility.md)
     "dot_other": ([("f32[4,6]", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}"),
                    ("f32[6,8]", "{devices=[1,2,2]<=[4] last_tile_dim_replicate}")],
                   "  ROOT d = f32[4,8] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
