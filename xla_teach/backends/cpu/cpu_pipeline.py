@@ -34,7 +34,7 @@ from xla_teach.passes.spmd.all_reduce_combiner import AllReduceCombiner
 # writes erf as some 180 instructions) cost nothing per element to keep together, and splitting
 # them writes every intermediate to memory: 8 kernels and 128 MiB of temporaries for an erf-GELU
 # of 4M floats at a limit of 64, one kernel and none at 512.
-CPU_FUSION = FusionConfig(max_instructions=512)
+CPU_FUSION = FusionConfig(max_instructions=512, column_reduction_side_outputs=False)
 
 
 def cpu_pipeline() -> HloPassPipeline:

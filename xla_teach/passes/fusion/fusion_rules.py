@@ -41,6 +41,10 @@ class FusionConfig:
     # Ops this backend treats as cheap although the opcode table calls them expensive
     # (GPUs divide and take reciprocal square roots in one instruction).
     cheap_ops: frozenset[str] = frozenset()
+    # Whether a column reduction (one that keeps the minor-most dimensions: summing a matrix's rows
+    # into one row) may also write a loop's value as an extra output. The CPU's column-reduction
+    # kernel walks memory row by row and has no side outputs; with one it would walk columns.
+    column_reduction_side_outputs: bool = True
 
 
 def holds_reduction(fusion: HloInstruction) -> bool:
@@ -169,7 +173,18 @@ def _would_duplicate(producer: HloInstruction, consumer: HloInstruction, config:
     expensive = producer.info.expensive and producer.opcode not in config.cheap_ops
     if expensive or producer.opcode in ("fusion", "dot", "gather"):
         return f"{producer.opcode} is expensive and has other users (never duplicated)"
+    kept = next((u for u in others if u.opcode in MATERIALIZING_USERS), None)
+    if kept is not None and producer.opcode not in CHEAP_FUSED_OPS:
+        # The producer's result is written to memory anyway for that user: reading it back costs
+        # this consumer one load per element, recomputing it one load per operand and the work.
+        return (f"{producer.opcode} stays in memory for {kept.opcode} {kept.name}, which reads its operands from "
+                "memory: recomputing it here would only add work")
     return None
+
+
+# Users that read their operands from memory (BLAS, the convolution library): a producer of theirs
+# is written out whatever else fuses it.
+MATERIALIZING_USERS = frozenset({"dot", "convolution"})
 
 
 CHEAP_FUSED_OPS = frozenset({"parameter", "constant", "broadcast", "iota", "reshape", "bitcast"})

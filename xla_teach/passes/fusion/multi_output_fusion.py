@@ -113,6 +113,13 @@ def _reaches(start: HloInstruction, target: HloInstruction, exclude: HloInstruct
     return False
 
 
+def _is_column_reduction(reduce: HloInstruction) -> bool:
+    """A reduce whose kept dimensions are the minor-most in its input's layout."""
+    shape = reduce.operand(0).shape
+    kept = [d for d in range(shape.rank) if d not in reduce.attr("dimensions")]
+    return bool(kept) and set(shape.minor_to_major()[:len(kept)]) == set(kept)
+
+
 def _is_unfused_elementwise(instr: HloInstruction) -> bool:
     """An elementwise op that instruction fusion left alone (its operands are parameters, say):
     a loop of its own, so it can join a sibling like a one-instruction ``kLoop`` fusion."""
@@ -181,6 +188,9 @@ class MultiOutputFusion(HloPass):
                 return "the reduction does not read it directly as its input"
             if producer.shape.dimensions != hero.operand(0).shape.dimensions:
                 return "its shape differs from the reduction's input"
+            if not self.config.column_reduction_side_outputs and _is_column_reduction(hero):
+                return ("the reduction keeps the minor-most dimensions (a column reduction), whose kernel on this "
+                        "backend writes no extra outputs")
         elif consumer.fusion_kind != "kLoop" or consumer.shape.dimensions != producer.shape.dimensions:
             return "the consumer's loop has another shape"
         for user in others:
