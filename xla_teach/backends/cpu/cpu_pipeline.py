@@ -23,6 +23,7 @@ from xla_teach.backends.llvm.elemental_emitter import emittable_fusion
 from xla_teach.passes.expanders import expanders
 from xla_teach.passes.fusion.fusion_rules import FusionConfig
 from xla_teach.passes.fusion.row_fusion import RowFusion
+from xla_teach.passes.lowering.clone_loop_inits import CloneCheapLoopInits
 from xla_teach.passes.lowering.reshape_to_bitcast import ReshapeToBitcast
 from xla_teach.passes.lowering.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.passes.pass_base import HloPassPipeline
@@ -53,6 +54,7 @@ def cpu_pipeline() -> HloPassPipeline:
             ReshapeToBitcast(),   # reshapes that move no data become bitcasts
             DotStrategy(),        # how each dot runs: BLAS, a tiled loop, a strided gemm...
             AttentionFusion(),    # product, softmax, product: one kernel, the scores in a tile
+            CloneCheapLoopInits(),  # a loop's state elements each start from their own broadcast
             HloMemoryScheduler(),  # the order that keeps peak memory low; buffer assignment follows it
         ]),
     ])
