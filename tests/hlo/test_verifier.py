@@ -355,14 +355,9 @@ ENTRY e { p = f32[2,3] parameter(0) ROOT n = f32[2,3] negate(p) }""")
     assert "entry_computation_layout={(f32[2,3]{0,1})->f32[2,3]{1,0}}" in module.to_text()
 
 
-@pytest.mark.parametrize("attrs, message", [
-    ("replica_groups={{0,1},{2}}", "does not cover devices 0..3"),
-    ("replica_groups={{0,1},{1,2,3}}", "does not cover devices 0..3"),
-    ("replica_groups={{0,1,2,3,4}}", "does not cover devices 0..3"),
-])
-def test_collectives_must_name_every_device_once(attrs: str, message: str) -> None:
-    """As XLA's verifier: in a module for 4 devices, replica groups cover devices 0..3 once each."""
-    text = f"""HloModule m, num_partitions=4
+def _four_device_module(parameter: str, root: str) -> str:
+    """A module for 4 devices whose ENTRY takes ``x`` and ends in ``root`` (an ``add`` reducer is there)."""
+    return f"""HloModule m, num_partitions=4
 
 add {{
   a = f32[] parameter(0)
@@ -371,10 +366,20 @@ add {{
 }}
 
 ENTRY e {{
-  x = f32[8] parameter(0)
-  ROOT r = f32[8] all-reduce(x), {attrs}, to_apply=add
+  x = {parameter} parameter(0)
+  ROOT r = {root}
 }}
 """
+
+
+@pytest.mark.parametrize("attrs, message", [
+    ("replica_groups={{0,1},{2}}", "does not cover devices 0..3"),
+    ("replica_groups={{0,1},{1,2,3}}", "does not cover devices 0..3"),
+    ("replica_groups={{0,1,2,3,4}}", "does not cover devices 0..3"),
+])
+def test_collectives_must_name_every_device_once(attrs: str, message: str) -> None:
+    """As XLA's verifier: in a module for 4 devices, replica groups cover devices 0..3 once each."""
+    text = _four_device_module("f32[8]", f"f32[8] all-reduce(x), {attrs}, to_apply=add")
     with pytest.raises(VerificationError, match=message):
         verify_module(parse_hlo(text))
     verify_module(parse_hlo(text.replace(attrs, "replica_groups={{0,1},{2,3}}")))  # the same, right
@@ -412,19 +417,7 @@ def test_a_collectives_result_shape_follows_from_its_group_size(op: str, good: s
     """As XLA's verifier: an all-gather's result is its operand times the group size along its
     dimension, a reduce-scatter's operand is its result times the group size, an all-to-all's
     groups are of one size (its dimension split into a piece per member)."""
-    text = f"""HloModule m, num_partitions=4
-
-add {{
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}}
-
-ENTRY e {{
-  x = f32[4,4] parameter(0)
-  ROOT r = {op}, {bad}
-}}
-"""
+    text = _four_device_module("f32[4,4]", f"{op}, {bad}")
     with pytest.raises(VerificationError, match=message):
         verify_module(parse_hlo(text))
     verify_module(parse_hlo(text.replace(bad, good)))
