@@ -1,7 +1,8 @@
 """Split codegen (backends/cpu/split_codegen.py): a large module's kernels compiled in two parts
 at once, the second by a worker process. Each part is a module LLVM accepts on its own, defining
 its own kernels and declaring the others; the compiled program's results are bit for bit those of
-the module compiled whole; a worker that fails leaves the compile to this process."""
+the module compiled whole; a worker that fails leaves the compile, and the ones after it, to this
+process."""
 
 from __future__ import annotations
 
@@ -108,9 +109,11 @@ def test_a_worker_that_fails_leaves_the_compile_to_this_process(split_everything
         def result(self) -> tuple[bytes, str]:
             raise RuntimeError("the codegen worker gave no object file (it died)")
 
+    gave_up: list[bool] = []
     monkeypatch.setattr(split_codegen, "worker", lambda: Broken())
+    monkeypatch.setattr(split_codegen, "give_up", lambda: gave_up.append(True))  # (the real one stops the worker)
     executable = compile_module(SOFTMAX_MLP, "cpu")
-    assert not executable.keep_alive._other_parts
+    assert not executable.keep_alive._other_parts and gave_up == [True]
     args = fake_arguments(executable.module, seed=3)
     with flags.override(xla_cpu_parallel_codegen_split_count=1):
         want = compile_module(SOFTMAX_MLP, "cpu").execute(args)

@@ -42,7 +42,7 @@ class CpuJit:
                 self._compile_split(ir_text, worker, opt_level, vector_code)
                 return
             except RuntimeError:
-                pass  # the worker failed: compile it all here
+                split_codegen.give_up()  # the worker failed: compile it all here, now and from now on
             finally:
                 worker.busy.release()
         self._module, self.engine = self._compile(ir_text, opt_level, vector_code)

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 # A module this large (bytes of LLVM IR text) is worth a second process: its two halves take
 # about half a second each; smaller ones compile in less time than the round trip saves.
@@ -184,8 +185,12 @@ class CodegenWorker:
     """A second process that compiles LLVM IR text to an object file (its optimized IR too)."""
 
     def __init__(self) -> None:
+        # the child imports this package from where this process did (a checkout need not be installed)
+        package_root = str(Path(__file__).resolve().parents[3])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
         self.process = subprocess.Popen([sys.executable, "-m", "xla_teach.backends.cpu.split_codegen"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        env=env)
         self.busy = threading.Lock()
         self._reply: tuple[bytes, str] | BaseException | None = None
         self._thread: threading.Thread | None = None
@@ -231,24 +236,33 @@ class CodegenWorker:
 
 _worker: CodegenWorker | None = None
 _worker_lock = threading.Lock()
+_gave_up = False  # a worker failed: this process compiles alone from then on
 
 
 def worker() -> CodegenWorker | None:
     """The codegen worker of this process, started on first use (None where it cannot run: one
-    core, or it died)."""
+    core, or a worker failed before)."""
     global _worker
-    if (os.cpu_count() or 1) < 2:
+    if (os.cpu_count() or 1) < 2 or _gave_up:
         return None
     with _worker_lock:
-        if _worker is not None and _worker.process.poll() is not None:
-            _worker = None  # it died: start another
         if _worker is None:
             try:
                 _worker = CodegenWorker()
             except OSError:
+                give_up()
                 return None
             atexit.register(_worker.close)
         return _worker
+
+
+def give_up() -> None:
+    """Stop using the worker (it failed): every compile of this process runs here from now on."""
+    global _worker, _gave_up
+    _gave_up = True
+    if _worker is not None:
+        _worker.process.kill()
+        _worker = None
 
 
 def _serve() -> None:
