@@ -554,7 +554,7 @@ def test_explorer_of_2000_instructions_opens_a_group_at_a_time(browser, tmp_path
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
-    compiled = deep_mlp_compiled(12)
+    compiled = deep_mlp_compiled(13)
     assert compiled.executable.module.instruction_count() > 2000
     browser.get(compiled.explore(str(tmp_path / "deep.html")).path.as_uri())
     timings = browser.execute_script("return window.explorerTimings")

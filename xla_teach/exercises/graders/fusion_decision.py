@@ -28,7 +28,7 @@ from xla_teach.passes.fusion.fusion_rules import FusionConfig, fusion_decision
 from xla_teach.passes.fusion.instruction_fusion import InstructionFusion
 
 ENTRY_POINT = "should_fuse"
-CONFIG = FusionConfig(output_fusion=False)
+CONFIG = FusionConfig(output_fusion=False, recompute_values_kept_in_memory=True)
 S = "f32[2,2]"
 
 

@@ -45,6 +45,10 @@ class FusionConfig:
     # into one row) may also write a loop's value as an extra output. The CPU's column-reduction
     # kernel walks memory row by row and has no side outputs; with one it would walk columns.
     column_reduction_side_outputs: bool = True
+    # Whether a producer that a dot or convolution also reads (so it is written to memory anyway)
+    # may still be recomputed inside its other consumers. The fusion_decision exercise's rules,
+    # written before this one, say yes.
+    recompute_values_kept_in_memory: bool = False
 
 
 def holds_reduction(fusion: HloInstruction) -> bool:
@@ -174,7 +178,7 @@ def _would_duplicate(producer: HloInstruction, consumer: HloInstruction, config:
     if expensive or producer.opcode in ("fusion", "dot", "gather"):
         return f"{producer.opcode} is expensive and has other users (never duplicated)"
     kept = next((u for u in others if u.opcode in MATERIALIZING_USERS), None)
-    if kept is not None and producer.opcode not in CHEAP_FUSED_OPS:
+    if kept is not None and producer.opcode not in CHEAP_FUSED_OPS and not config.recompute_values_kept_in_memory:
         # The producer's result is written to memory anyway for that user: reading it back costs
         # this consumer one load per element, recomputing it one load per operand and the work.
         return (f"{producer.opcode} stays in memory for {kept.opcode} {kept.name}, which reads its operands from "
