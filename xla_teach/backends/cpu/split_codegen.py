@@ -83,23 +83,41 @@ def split_module(ir: str, parts: int) -> list[str]:
                                set(_REFERENCE.findall(text[len(line):])) - {name}))
         i = end + 1
     functions = {f.name: f for f in items if isinstance(f, _Function)}
-    groups = _groups(functions)
-    weight = [sum(_weight(functions[name], functions) for name in group) for group in groups]
+    reach = {f.name: _reach(f.name, functions) for f in functions.values() if not f.internal}
+    groups = _groups(reach)
+    weight = [sum(len(functions[n].text) for name in group for n in reach[name][0]) for group in groups]
     owner: dict[str, int] = {}
     sizes = [0] * parts
     for k in sorted(range(len(groups)), key=lambda k: -weight[k]):  # the largest first, each to the lightest part
         part = sizes.index(min(sizes))
         owner.update(dict.fromkeys(groups[k], part))
         sizes[part] += weight[k]
-    return [_part(items, functions, owner, p) for p in range(parts)]
+    return [_part(items, reach, owner, p) for p in range(parts)]
 
 
-def _groups(functions: dict[str, _Function]) -> list[list[str]]:
+def _reach(kernel: str, functions: dict[str, _Function]) -> tuple[set[str], set[str]]:
+    """What compiling ``kernel`` takes -- itself and the internal functions it reaches, through
+    one another -- and the other kernels those call."""
+    body: set[str] = set()
+    kernels: set[str] = set()
+    todo = [kernel]
+    while todo:
+        name = todo.pop()
+        if name in body or name in kernels or name not in functions:
+            continue
+        if name != kernel and not functions[name].internal:
+            kernels.add(name)
+            continue
+        body.add(name)
+        todo += functions[name].calls
+    return body, kernels
+
+
+def _groups(reach: dict[str, tuple[set[str], set[str]]]) -> list[list[str]]:
     """The kernels in groups that must stay together: a kernel that calls another (through any
     internal function) is compiled with it, so that each part's machine code is complete on its
     own -- this process finishes its part before the worker's arrives."""
-    kernels = [f.name for f in functions.values() if not f.internal]
-    parent = {name: name for name in kernels}
+    parent = {name: name for name in reach}
 
     def root(name: str) -> str:
         while parent[name] != name:
@@ -107,46 +125,18 @@ def _groups(functions: dict[str, _Function]) -> list[list[str]]:
             name = parent[name]
         return name
 
-    for name in kernels:
-        seen, todo = set(), list(functions[name].calls)
-        while todo:
-            callee = todo.pop()
-            if callee in seen or callee not in functions:
-                continue
-            seen.add(callee)
-            if functions[callee].internal:
-                todo += functions[callee].calls
-            else:
-                parent[root(callee)] = root(name)
+    for name, (_, called) in reach.items():
+        for callee in called:
+            parent[root(callee)] = root(name)
     found: dict[str, list[str]] = {}
-    for name in kernels:
+    for name in reach:
         found.setdefault(root(name), []).append(name)
     return list(found.values())
 
 
-def _weight(kernel: _Function, functions: dict[str, _Function]) -> int:
-    """How much text LLVM compiles for ``kernel``: its own and its internal callees'."""
-    seen, todo, total = set(), [kernel.name], 0
-    while todo:
-        name = todo.pop()
-        if name in seen or name not in functions or (name != kernel.name and not functions[name].internal):
-            continue
-        seen.add(name)
-        total += len(functions[name].text)
-        todo += functions[name].calls
-    return total
-
-
-def _part(items: list[str | _Function], functions: dict[str, _Function], owner: dict[str, int], part: int) -> str:
-    keep: set[str] = set()
-    todo = [name for name, p in owner.items() if p == part]
-    while todo:  # its kernels and every function they reach
-        name = todo.pop()
-        if name in keep or name not in functions:
-            continue
-        keep.add(name)
-        todo += [c for c in functions[name].calls if functions.get(c) is not None and
-                 (functions[c].internal or owner.get(c) == part)]
+def _part(items: list[str | _Function], reach: dict[str, tuple[set[str], set[str]]], owner: dict[str, int],
+          part: int) -> str:
+    keep = set().union(*(reach[name][0] for name, p in owner.items() if p == part))  # its kernels and all they reach
     out = []
     for item in items:
         if isinstance(item, _Function):
