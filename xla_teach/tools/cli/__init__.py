@@ -102,14 +102,11 @@ def add_devices(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num_replicas", type=int, default=None, metavar="N", help="the same, for replicas")
 
 
-def is_global_program(a: argparse.Namespace, module: HloModule) -> bool:
-    """Is ``module`` a global program for several devices, not yet partitioned (as JAX dumps it)?
-    ``--num_partitions`` stands in for a header that does not say how many devices."""
-    from xla_teach.passes.spmd.spmd_partitioner import needs_partitioning
-
+def apply_num_partitions(a: argparse.Namespace, module: HloModule) -> None:
+    """``--num_partitions`` stands in for a header that does not say how many devices (JAX's
+    lowered text): it is written into the module's header."""
     if a.num_partitions and "num_partitions" not in module.header_attributes:
         module.header_attributes["num_partitions"] = str(a.num_partitions)
-    return needs_partitioning(module)
 
 
 def run_if_several_devices(a: argparse.Namespace, loaded: HloInput, print_literals: bool) -> bool:
@@ -119,10 +116,12 @@ def run_if_several_devices(a: argparse.Namespace, loaded: HloInput, print_litera
     arguments per device. The interpreter simulates the devices and the CPU runs one thread per
     device; the GPU runs one: say so."""
     from xla_teach.backends.backend_info import backend_info
+    from xla_teach.passes.spmd.spmd_partitioner import needs_partitioning
     from xla_teach.tools.cli.run_hlo_module import run_global_program, run_on_devices
     from xla_teach.tools.tool_support import ToolError, arguments_for, normalize_platform
 
     module = loaded.module
+    apply_num_partitions(a, module)
     header = module.header_attributes
     devices = max(a.num_partitions or int(header.get("num_partitions", "1")),
                   a.num_replicas or int(header.get("num_replicas", "1")))
@@ -132,7 +131,7 @@ def run_if_several_devices(a: argparse.Namespace, loaded: HloInput, print_litera
     if backend_info(platform).devices == "one":
         raise ToolError(f"this module runs on {devices} devices; the interpreter simulates several devices and "
                         f"the CPU runs them as threads (--platform=interpreter or cpu); {platform} runs one")
-    if is_global_program(a, module):
+    if needs_partitioning(module):
         given = bool(a.input_literals_file) or (loaded.arguments is not None and not a.use_fake_data)
         args = arguments_for(loaded, not given, a.input_literals_file, a.seed)
         run_global_program(module, args, print_literals, sys.stdout, platform)
@@ -155,6 +154,7 @@ def _header_asks_for_devices(path: str) -> bool:
 
 
 def _run_replay(a: argparse.Namespace) -> int:
+    from xla_teach.passes.spmd.spmd_partitioner import needs_partitioning
     from xla_teach.tools.bugs.replay import replay
     from xla_teach.tools.tool_support import load_hlo_input
 
@@ -162,9 +162,10 @@ def _run_replay(a: argparse.Namespace) -> int:
         source: str | HloInput = path
         if a.num_partitions or a.num_replicas or _header_asks_for_devices(path):
             source = load_hlo_input(path, "auto")
+            apply_num_partitions(a, source.module)
             # a global program replays as any other (compiling partitions it; it runs on global
             # arguments); a per-device one runs on each device
-            if not is_global_program(a, source.module) and run_if_several_devices(a, source, a.print_result):
+            if not needs_partitioning(source.module) and run_if_several_devices(a, source, a.print_result):
                 continue
         if len(a.files) > 1 and a.num_runs > 1:
             progress(f"replay: file {i + 1}/{len(a.files)}: {path}")
