@@ -130,8 +130,8 @@ class CloneCheapLoopInits(HloPass):
         fused = HloComputation(source.name)
         clone_computation_into(source, fused, {})
         module.add_computation(fused)  # (which gives it and its instructions fresh names)
-        copy = HloInstruction("fusion", fusion.shape, list(fusion.operands), {**fusion.attrs, "calls": fused})
-        copy.copy_side_info_from(fusion)
+        copy = fusion.clone_with_new_operands(fusion.shape, list(fusion.operands))
+        copy.attrs["calls"] = fused
         added = comp.add_instruction(copy, fusion.name)
         index = comp.instructions.index(added)  # keep it beside the original in the list
         comp.instructions.pop(index)
