@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from xla_teach.hlo.ir import HloInstruction
 from xla_teach.hlo.opcodes import INDEX_MAPPED_OPCODES, is_elementwise
+from xla_teach.hlo.shape import Shape
 
 # Ops a loop fusion can compute element by element from its operands (besides elementwise ones).
 _LOOP_FUSIBLE = INDEX_MAPPED_OPCODES
@@ -49,6 +50,12 @@ class FusionConfig:
     # may still be recomputed inside its other consumers. The fusion_decision exercise's rules,
     # written before this one, say yes.
     recompute_values_kept_in_memory: bool = False
+
+
+def keeps_minor_dimensions(shape: Shape, kept: list[int]) -> bool:
+    """A reduction of ``shape`` that keeps ``kept`` is a *column* reduction: the kept dimensions
+    are the minor-most in memory (summing a row-major matrix's rows into one row)."""
+    return bool(kept) and set(shape.minor_to_major()[:len(kept)]) == set(kept)
 
 
 def holds_reduction(fusion: HloInstruction) -> bool:

@@ -88,7 +88,7 @@ a reduction must have the reduction's input shape).
 from __future__ import annotations
 
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
-from xla_teach.passes.fusion.fusion_rules import FusionConfig, holds_reduction, is_elementwise
+from xla_teach.passes.fusion.fusion_rules import FusionConfig, holds_reduction, is_elementwise, keeps_minor_dimensions
 from xla_teach.passes.fusion.fusion_utils import add_fusion_output, create_fusion, merge_sibling_fusions
 from xla_teach.passes.fusion.instruction_fusion import fusible_computations
 from xla_teach.passes.pass_base import HloPass
@@ -116,8 +116,7 @@ def _reaches(start: HloInstruction, target: HloInstruction, exclude: HloInstruct
 def _is_column_reduction(reduce: HloInstruction) -> bool:
     """A reduce whose kept dimensions are the minor-most in its input's layout."""
     shape = reduce.operand(0).shape
-    kept = [d for d in range(shape.rank) if d not in reduce.attr("dimensions")]
-    return bool(kept) and set(shape.minor_to_major()[:len(kept)]) == set(kept)
+    return keeps_minor_dimensions(shape, [d for d in range(shape.rank) if d not in reduce.attr("dimensions")])
 
 
 def _is_unfused_elementwise(instr: HloInstruction) -> bool:

@@ -29,6 +29,7 @@ from xla_teach.backends.llvm.kernel_context import KernelContext
 from xla_teach.backends.llvm.loops import for_each_index, for_range, stack_slot
 from xla_teach.backends.llvm.scalar_computation import emit_scalar_computation
 from xla_teach.hlo.ir import HloInstruction
+from xla_teach.passes.fusion.fusion_rules import keeps_minor_dimensions
 
 
 def emit_reduction_kernel(ctx: KernelContext) -> tuple[int, int]:
@@ -109,9 +110,9 @@ COLUMN_CHUNK = 512  # kept elements per chunk: their accumulators stay in L1 whi
 def is_column_reduction(elements: list[HloInstruction], in_shape, kept: list[int]) -> bool:  # type: ignore[no-untyped-def]
     """Single-operand reductions (no side outputs) whose *kept* dimensions are the minor-most ones
     in memory -- e.g. summing the rows of a row-major matrix into one row."""
-    if not kept or any(e.opcode != "reduce" or e.operand_count != 2 for e in elements):
+    if any(e.opcode != "reduce" or e.operand_count != 2 for e in elements):
         return False
-    return set(in_shape.minor_to_major()[: len(kept)]) == set(kept)
+    return keeps_minor_dimensions(in_shape, kept)
 
 
 def emit_column_reduction(ctx: KernelContext, reduces: list[HloInstruction], in_shape, kept: list[int],  # type: ignore[no-untyped-def]
