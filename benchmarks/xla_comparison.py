@@ -39,7 +39,7 @@ class Program:
     rtol: float = 2e-3
 
 
-def _programs() -> list[Program]:
+def comparison_programs() -> list[Program]:
     def f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
         return rng.standard_normal(shape).astype(np.float32)
 
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         warm_up = jax.jit(fn).lower(*args)
         warm_up.compile()
         compile_module(warm_up.compiler_ir("hlo").as_hlo_text(), "cpu")
-    for program in _programs():
+    for program in comparison_programs():
         if a.only and program.name not in a.only:
             continue
         rng = np.random.default_rng(0)

@@ -16,6 +16,10 @@ reproducer (the HLO, the inputs and XLA's outputs in an .npz, the program as tex
 XLA's CPU runtime flushes denormals to zero, and so do xla_teach's CPU backend and interpreter
 (docs/xla-compatibility.md). Transcendental functions may differ by a few ulps (their tolerance
 is wider).
+
+On a machine with an NVIDIA GPU and JAX with CUDA, ``--xla-platform gpu --backends gpu`` fuzzes
+xla_teach's GPU backend against XLA's GPU compiler; ``--jobs`` runs stretches side by side and
+``--seconds`` stops starting programs after that long (``scripts/gpu_check.sh`` does both).
 """
 
 from __future__ import annotations
@@ -279,6 +283,9 @@ class Outcome:
     detail: str = ""
 
 
+XLA_PLATFORM = "cpu"  # where XLA runs the programs (--xla-platform)
+
+
 def run_one(program: Program, args: list[np.ndarray], backends: list[str]) -> list[Outcome]:
     import jax
     import jax.numpy as jnp
@@ -288,8 +295,9 @@ def run_one(program: Program, args: list[np.ndarray], backends: list[str]) -> li
 
     fn = build(program, jnp, lax)
     try:
-        text = jax.jit(fn, keep_unused=True).lower(*args).compiler_ir("hlo").as_hlo_text()
-        want = [np.asarray(v) for v in jax.jit(fn, keep_unused=True)(*args)]
+        with jax.default_device(jax.devices(XLA_PLATFORM)[0]):
+            text = jax.jit(fn, keep_unused=True).lower(*args).compiler_ir("hlo").as_hlo_text()
+            want = [np.asarray(v) for v in jax.jit(fn, keep_unused=True)(*args)]
     except Exception as e:  # noqa: BLE001 - JAX refused the program: not ours to judge
         return [Outcome("skipped", detail=f"JAX: {type(e).__name__}: {e}"[:200])]
     outcomes = []
@@ -304,14 +312,15 @@ def run_one(program: Program, args: list[np.ndarray], backends: list[str]) -> li
     return outcomes
 
 
-def shrink(program: Program, args: list[np.ndarray], backends: list[str]) -> Program:
-    """Drop operations (last first) while the program still fails on a backend (same inputs)."""
+def shrink(program: Program, args: list[np.ndarray], backends: list[str], deadline: float = 0.0) -> Program:
+    """Drop operations (last first) while the program still fails on a backend (same inputs);
+    past ``deadline`` (``time.time()``, 0: none) the program is kept as it is then."""
     def fails(p: Program) -> bool:
         return any(o.kind in ("mismatch", "crash") for o in run_one(p, args, backends))
 
     current = program
     changed = True
-    while changed and len(current.ops) > 1:
+    while changed and len(current.ops) > 1 and not (deadline and time.time() > deadline):
         changed = False
         for k in reversed(range(len(current.ops))):
             trial = Program(current.dtype, current.shapes, current.ops[:k] + current.ops[k + 1:])
@@ -333,7 +342,8 @@ def write_reproducer(out: Path, index: int, program: Program, args: list[np.ndar
     folder.mkdir(parents=True, exist_ok=True)
     fn = build(program, jnp, lax)
     (folder / "module.hlo").write_text(jax.jit(fn, keep_unused=True).lower(*args).compiler_ir("hlo").as_hlo_text())
-    want = jax.jit(fn, keep_unused=True)(*args)
+    with jax.default_device(jax.devices(XLA_PLATFORM)[0]):
+        want = jax.jit(fn, keep_unused=True)(*args)
     np.savez(folder / "io.npz", **{f"arg{i}": a for i, a in enumerate(args)},
              **{f"out{i}": np.asarray(w) for i, w in enumerate(want)})
     report = f"{program.describe()}\n\n{outcome.backend}: {outcome.kind}\n{outcome.detail}\n"
@@ -342,11 +352,15 @@ def write_reproducer(out: Path, index: int, program: Program, args: list[np.ndar
 
 
 def fuzz(n: int, seed: int, backends: list[str], out: Path | None, denormals: bool,
-         progress: bool | str = True, start: int = 0) -> dict[str, Any]:
+         progress: bool | str = True, start: int = 0, deadline: float = 0.0) -> dict[str, Any]:
+    """Programs ``start`` .. ``start + n - 1`` of ``seed``; none is started after ``deadline``
+    (``time.time()``; 0: no deadline)."""
     counts = {"programs": 0, "skipped": 0, "ok": 0, "mismatch": 0, "crash": 0}
     findings = []
     began = time.perf_counter()
     for i in range(start, start + n):
+        if deadline and time.time() > deadline:
+            break
         if progress == "each":
             print(f"program {i}", flush=True)
         rng = np.random.default_rng([seed, i])
@@ -364,7 +378,7 @@ def fuzz(n: int, seed: int, backends: list[str], out: Path | None, denormals: bo
             findings.append({"index": i, "backend": bad[0].backend, "kind": bad[0].kind, "detail": bad[0].detail[-400:],
                              "program": program.describe()})
             if out is not None:
-                write_reproducer(out, i, shrink(program, args, backends), args, bad[0])
+                write_reproducer(out, i, shrink(program, args, backends, deadline), args, bad[0])
         if progress and (i + 1 - start) % 100 == 0:
             print(f"{i + 1}/{n} programs, {counts['mismatch']} mismatches, {counts['crash']} crashes, "
                   f"{time.perf_counter() - began:.0f} s", flush=True)
@@ -383,11 +397,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-denormals", dest="denormals", action="store_false",
                         help="leave denormal floats out of the inputs (XLA's CPU runtime flushes them to zero)")
     parser.add_argument("--chunk", type=int, default=250, help="programs per worker process (default 250)")
+    parser.add_argument("--jobs", type=int, default=1, help="stretches run side by side (default 1)")
+    parser.add_argument("--seconds", type=float, default=0.0,
+                        help="start no program after this many seconds (default 0: run all n)")
+    parser.add_argument("--xla-platform", default="cpu", choices=("cpu", "gpu"),
+                        help="where XLA runs the programs (default cpu; gpu needs JAX with CUDA)")
+    parser.add_argument("--deadline", type=float, default=0.0, help=argparse.SUPPRESS)  # internal: time.time()
     parser.add_argument("--worker", default="", help=argparse.SUPPRESS)  # internal: write the result here
     a = parser.parse_args(argv)
     faulthandler.enable()  # a crash of the process itself prints where it happened
+    global XLA_PLATFORM
+    XLA_PLATFORM = a.xla_platform
+    if a.seconds and not a.deadline:
+        a.deadline = time.time() + a.seconds
     if a.worker:  # one stretch, in this process
-        result = fuzz(a.n, a.seed, a.backends.split(","), Path(a.out) if a.out else None, a.denormals, "each", a.start)
+        result = fuzz(a.n, a.seed, a.backends.split(","), Path(a.out) if a.out else None, a.denormals, "each", a.start,
+                      a.deadline)
         Path(a.worker).write_text(json.dumps(result))
         return 0
     out = Path(a.out) if a.out else None
@@ -395,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         if out.exists() and any(out.iterdir()):
             parser.error(f"{out} exists and is not empty; not overwriting it")
         out.mkdir(parents=True, exist_ok=True)
-    result = run_in_workers(a, out)
+    result = run_in_workers(a, out) if a.jobs <= 1 else run_side_by_side(a, out)
     print(json.dumps(result["counts"]), f"in {result['seconds']:.0f} s")
     for f in result["findings"][:20]:
         print(f"- program {f['index']} ({f['backend']}, {f['kind']}): {f['detail'][:160]}")
@@ -404,6 +429,27 @@ def main(argv: list[str] | None = None) -> int:
     if out is not None:
         (out / "summary.json").write_text(json.dumps(result, indent=1))
     return 0 if not result["findings"] else 1
+
+
+def run_side_by_side(a: argparse.Namespace, out: Path | None) -> dict[str, Any]:
+    """``a.jobs`` stretches of the programs at once, each as :func:`run_in_workers`, added up."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    began = time.perf_counter()
+    size = -(-a.n // a.jobs)
+    parts = [argparse.Namespace(**{**vars(a), "start": a.start + k * size, "n": min(size, a.n - k * size)})
+             for k in range(a.jobs) if k * size < a.n]
+    with ThreadPoolExecutor(len(parts)) as pool:
+        results = list(pool.map(lambda part: run_in_workers(part, out), parts))
+    total = results[0]
+    for result in results[1:]:
+        for k, v in result["counts"].items():
+            total["counts"][k] += v
+        total["findings"] += result["findings"]
+        total["process_crashes"] += result["process_crashes"]
+    total["seconds"] = time.perf_counter() - began
+    total["xla_platform"] = a.xla_platform
+    return total
 
 
 def run_in_workers(a: argparse.Namespace, out: Path | None) -> dict[str, Any]:
@@ -422,7 +468,8 @@ def run_in_workers(a: argparse.Namespace, out: Path | None) -> dict[str, Any]:
         with tempfile.TemporaryDirectory() as tmp:
             result_file = Path(tmp) / "result.json"
             command = [sys.executable, __file__, "--worker", str(result_file), "-n", str(n), "--start", str(index),
-                       "--seed", str(a.seed), "--backends", a.backends] + (["--out", str(out)] if out else []) + \
+                       "--seed", str(a.seed), "--backends", a.backends, "--xla-platform", a.xla_platform,
+                       "--deadline", str(a.deadline)] + (["--out", str(out)] if out else []) + \
                 ([] if a.denormals else ["--no-denormals"])
             done = subprocess.run(command, capture_output=True, text=True)
             if result_file.is_file():
@@ -431,6 +478,8 @@ def run_in_workers(a: argparse.Namespace, out: Path | None) -> dict[str, Any]:
                     total["counts"][k] += v
                 total["findings"] += result["findings"]
                 index += n
+                if result["counts"]["programs"] < n:  # the deadline passed
+                    break
             else:
                 started = [int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("program ")]
                 dead = started[-1] if started else index

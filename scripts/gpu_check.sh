@@ -12,18 +12,26 @@
 #   memcheck   compute-sanitizer --tool memcheck over the suite's kernels (all but the random modules)
 #   racecheck  compute-sanitizer --tool racecheck over the kernels that use shared memory
 #   notebooks  the tutorial notebooks' GPU cells (their sources run as scripts)
-#   bench      benchmarks/gpu_benchmark.py, alone on the device, after the others
+#   fuzz       scripts/fuzz_against_xla.py against XLA's GPU backend: as many random programs as
+#              GPU_CHECK_FUZZ_SECONDS (default 200) allows, GPU_CHECK_FUZZ_JOBS (default 10) at once;
+#              findings in OUTDIR/fuzz_findings
+#   compare    benchmarks/gpu_xla_comparison.py: every program of xla_comparison.py (model-scale
+#              steps included) against XLA's GPU compiler, wall clock and CUPTI kernel times, CUDA
+#              graphs on and off (OUTDIR/compare.json)
+#   bench      benchmarks/gpu_benchmark.py (copy bandwidth, launch overhead, six programs)
 #
-# The steps before `bench` run side by side (the machine has many cores and one GPU); the benchmark
-# runs last, alone, so nothing disturbs its timings. The whole script fits in under 8 minutes on
-# an H100/H200. Without a GPU, `env` and `ptx` pass and the device steps report "no CUDA device".
+# The steps before `compare` run side by side (the machine has many cores and one GPU); the
+# benchmarks run last, one at a time, so nothing disturbs their timings. Without a GPU, `env` and
+# `ptx` pass and the device steps report "no CUDA device". The default steps fit in a 15-minute
+# device lease with room for a rerun: `ptx` needs no device (run it at home), and the sanitizers
+# (memcheck, racecheck) and `bench` are asked for by name.
 # OUTDIR/summary.txt has one line per step: PASS / FAIL / TIMEOUT / SKIP and its time.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-OUTDIR="${1:?usage: scripts/gpu_check.sh OUTDIR [env ptx tests memcheck racecheck notebooks bench]}"
+OUTDIR="${1:?usage: scripts/gpu_check.sh OUTDIR [env ptx tests memcheck racecheck notebooks fuzz compare bench]}"
 shift
 STEPS=("$@")
-[ ${#STEPS[@]} -eq 0 ] && STEPS=(env ptx tests memcheck racecheck notebooks bench)
+[ ${#STEPS[@]} -eq 0 ] && STEPS=(env tests notebooks fuzz compare)
 mkdir -p "$OUTDIR"
 OUTDIR="$(cd "$OUTDIR" && pwd)"
 cd "$ROOT"
@@ -35,7 +43,7 @@ if [ -z "$PY" ]; then
   if [ -x .venv/bin/python ]; then PY="$ROOT/.venv/bin/python"; else PY=python3; fi
 fi
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
-DEVICE_STEPS=(tests memcheck racecheck notebooks bench)
+DEVICE_STEPS=(tests memcheck racecheck notebooks fuzz compare bench)
 if ! "$PY" -c "from xla_teach.backends.gpu.runtime import device_available as d; raise SystemExit(not d())" \
      2>/dev/null; then
   NO_DEVICE=1
@@ -139,7 +147,15 @@ if has_step notebooks; then
     grep -q "match: True" 05_llvm_ir_assembly_ptx.out' "$PY" "$ROOT" &
   pids+=($!)
 fi
+if has_step fuzz; then
+  run_step fuzz $(( ${GPU_CHECK_FUZZ_SECONDS:-200} + 90 )) "$PY" scripts/fuzz_against_xla.py -n 20000 --seed 30 \
+    --xla-platform gpu --backends gpu --jobs "${GPU_CHECK_FUZZ_JOBS:-10}" --chunk 200 \
+    --seconds "${GPU_CHECK_FUZZ_SECONDS:-200}" --out "$OUTDIR/fuzz_findings" &
+  pids+=($!)
+fi
 for pid in "${pids[@]}"; do wait "$pid"; done
+has_step compare && run_step compare 260 "$PY" benchmarks/gpu_xla_comparison.py --json "$OUTDIR/compare.json" \
+  ${GPU_CHECK_COMPARE_ARGS:-}
 has_step bench && run_step bench 240 "$PY" benchmarks/gpu_benchmark.py
 
 cat "$OUTDIR/summary.txt"

@@ -78,6 +78,10 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     _f("xla_cpu_multi_thread_eigen", bool, True, "Accepted for compatibility; the threads of BLAS calls follow "
        "OPENBLAS_NUM_THREADS (xla_teach_cpu_parallel splits generated kernels)."),
     _f("xla_gpu_cuda_data_dir", str, "", "Accepted for compatibility (xla_teach needs no CUDA SDK files)."),
+    _f("xla_gpu_enable_command_buffer", str, "FUSION,CUBLAS,CUSTOM_CALL", "Kernels that may run as CUDA graphs "
+       "(command buffers) instead of one launch each. Every xla_teach kernel is its own code, so any value turns "
+       "graphs on; an empty value launches each kernel from the host."),
+    _f("xla_gpu_graph_min_graph_size", int, 5, "The fewest kernels in a row that are captured into one CUDA graph."),
     _f("xla_teach_hlo_opt_level", int, 2, "xla_teach: HLO optimization level; 0 runs only the passes a backend "
        "needs (no simplification, no fusion)."),
     _f("xla_teach_debug", int, 0, "xla_teach: print stages while compiling: 1 passes run, 2 timings, 3 HLO "

@@ -154,6 +154,25 @@ def test_a_gpu_kernel_s_code_is_its_ir_and_its_ptx() -> None:
     assert sections["PTX"].startswith(".visible .entry " + kernel) or sections["PTX"].startswith(".entry " + kernel)
 
 
+@pytest.mark.gpu
+def test_a_gpu_profile_times_each_kernel_with_cuda_events() -> None:
+    """On a device, the explorer's profile of a GPU executable times each kernel on its own (CUDA
+    events around each launch, even where the kernels otherwise run as one CUDA graph): every
+    kernel of the ENTRY has a time, and together they fit inside the run's time."""
+    from xla_teach.backends.gpu.runtime import device_available
+
+    if not device_available():
+        pytest.skip("no CUDA device/driver")
+    with flags.override(xla_gpu_graph_min_graph_size=1):
+        executable = compile_module(SOFTMAX, "gpu")
+    data = build_data(executable, graphs=False, profile_runs=3)
+    assert data.profile is not None
+    kernels = [i.name for i in executable.module.entry.instructions if i.backend_config]
+    thunks = data.profile["thunks"]
+    assert kernels and all(thunks[k]["us"] > 0 and thunks[k]["calls"] == 1 for k in kernels), thunks
+    assert sum(thunks[k]["us"] for k in kernels) <= data.profile["run_us"] * 1.05
+
+
 def test_page_is_self_contained_and_holds_the_data(tmp_path: Path) -> None:
     exe = compile_module(SOFTMAX, "cpu")
     page = explorer_html(exe)

@@ -36,6 +36,7 @@ class CompileOptions:
     flush_denormals: bool = True  # --xla_teach_flush_denormals: CPU runs and the interpreter, as XLA CPU
     gpu_arch: str = ""
     gpu_tf32: bool = True  # --xla_teach_gpu_tf32: large default-precision f32 dots on TF32 tensor cores
+    gpu_graph_min_size: int = 5  # --xla_gpu_graph_min_graph_size; 0: no CUDA graphs (--xla_gpu_enable_command_buffer=)
     debug_level: int = 0
     extra_passes: Sequence[tuple[str, HloPass]] = ()  # (position, pass): "before:NAME", "after:NAME", ...
     pipeline_hook: PipelineHook | None = None  # edits the backend's pipeline before it runs
@@ -68,6 +69,8 @@ class CompileOptions:
             flush_denormals=bool(v["xla_teach_flush_denormals"]),
             gpu_arch=str(v["xla_teach_gpu_arch"]),
             gpu_tf32=bool(v["xla_teach_gpu_tf32"]),
+            gpu_graph_min_size=int(v["xla_gpu_graph_min_graph_size"]) if str(v["xla_gpu_enable_command_buffer"]).strip()
+            else 0,
             debug_level=int(v["xla_teach_debug"]),
         )
 

@@ -50,11 +50,13 @@ def target_arch(options: CompileOptions) -> str:
 class GpuProgram:
     """What compilation produced, before any device is touched."""
 
-    def __init__(self, module: HloModule, plans: dict[str, SequencePlan], ptx: str, arch: str) -> None:
+    def __init__(self, module: HloModule, plans: dict[str, SequencePlan], ptx: str, arch: str,
+                 graph_min_size: int = 5) -> None:
         self.module = module
         self.plans = plans
         self.ptx = ptx
         self.arch = arch
+        self.graph_min_size = graph_min_size  # kernels in a row replayed as one CUDA graph; 0: none
 
 
 class GpuCompiledExecutable(CompiledExecutable):
@@ -87,9 +89,22 @@ class GpuCompiledExecutable(CompiledExecutable):
     def execute(self, args: Sequence[np.ndarray], profiler: Any = None) -> list[np.ndarray]:
         return self.loaded().execute(args, profiler)
 
+    def loaded_with_graphs(self, graph_min_size: int) -> Any:
+        """Another device executable of the same program, whose runs of ``graph_min_size`` or more
+        kernels are CUDA graphs (0: every kernel launched from the host); benchmarks compare the two."""
+        self.loaded()  # says plainly when there is no device
+        program = GpuProgram(self.program.module, self.program.plans, self.program.ptx, self.program.arch,
+                             graph_min_size)
+        return _load(program, self.artifacts)
+
 
 def _load(program: GpuProgram, artifacts: CompiledArtifacts) -> Any:
-    from xla_teach.backends.gpu.executable import GpuExecutable, GpuKernelThunk, GpuSequence
+    from xla_teach.backends.gpu.executable import (
+        GpuExecutable,
+        GpuKernelThunk,
+        GpuSequence,
+        form_command_buffers,
+    )
     from xla_teach.backends.gpu.runtime import CudaContext
 
     ctx = CudaContext.get()
@@ -110,6 +125,7 @@ def _load(program: GpuProgram, artifacts: CompiledArtifacts) -> Any:
                 continue
             assert isinstance(step, HostPlan)
             seq.thunks.append(host_thunk(step.instruction, ba, sequence))  # shared with the CPU runtime
+        seq.thunks = form_command_buffers(seq.thunks, program.graph_min_size)
         return seq
 
     entry = sequence(program.module.entry.name)
@@ -139,7 +155,8 @@ class GpuCompiler(CompilerBase):
         artifacts = CompiledArtifacts(optimized_module=optimized, buffer_assignment_text=assignments.to_text(),
                                       llvm_ir=ir_text, optimized_llvm_ir=optimized_ir, ptx=ptx,
                                       extra={"arch": arch})
-        executable = GpuCompiledExecutable(GpuProgram(optimized, plans, ptx, arch), artifacts)
+        program = GpuProgram(optimized, plans, ptx, arch, self.options.gpu_graph_min_size)
+        executable = GpuCompiledExecutable(program, artifacts)
         executable.buffer_assignment = assignments
         return executable
 

@@ -7,7 +7,10 @@ computation gets a buffer assignment and a list of thunks. On the device:
   constants uploaded once), at the offsets buffer assignment chose;
 * parameters are the caller's device arrays; results are fresh device allocations;
 * kernels are launched on one stream with the launch dimensions chosen at compile
-  time; control flow (while, conditional, call) and custom-calls are the CPU runtime's own
+  time; a run of at least ``--xla_gpu_graph_min_graph_size`` kernels in a row is one
+  :class:`CommandBufferThunk` (XLA's name): recorded once as a CUDA graph and replayed with one
+  launch from the host, instead of one ``cuLaunchKernel`` per kernel;
+* control flow (while, conditional, call) and custom-calls are the CPU runtime's own
   thunks (:mod:`xla_teach.runtime.thunks`) over :class:`DeviceRun`, which gives them device
   arrays as values and copies the loop predicate or branch index back to the host each time.
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,16 +122,23 @@ class GpuKernelThunk:
         self.lock = threading.Lock()
         self.allocation_offsets = [(s.allocation.index, s.offset) for s in self.slices]
 
-    def execute(self, run: DeviceRun, profiler: Any) -> None:
+    @property
+    def allocation_indices(self) -> set[int]:
+        """The allocations whose addresses this kernel (and its copies) is launched with."""
+        copies = {s.allocation.index for copy in self.copies for s in (copy.dest, copy.source)}
+        return {index for index, _ in self.allocation_offsets} | copies
+
+    def execute(self, run: DeviceRun, profiler: Any, stream: Any = None) -> None:
         ctx = run.ctx
         for copy in self.copies:
-            ctx.copy_device(run.address(copy.dest), run.address(copy.source), copy.nbytes)
+            ctx.copy_device(run.address(copy.dest), run.address(copy.source), copy.nbytes, stream)
         addresses = run.addresses
         pointers = [addresses[index] + offset for index, offset in self.allocation_offsets]
         if profiler is None:
             with self.lock:  # one argument array per kernel: callers on other threads wait here
                 self.arguments.set(pointers)
-                ctx.launch_with(self.function, self.launch.blocks, self.launch.threads, self.arguments)
+                ctx.launch_with(self.function, self.launch.blocks, self.launch.threads, self.arguments,
+                                stream=stream)
             return
         self.arguments = KernelArguments(len(pointers))
         self.arguments.set(pointers)
@@ -138,6 +149,72 @@ class GpuKernelThunk:
         ctx.record(end_event)
         ms = ctx.elapsed_ms(start_event, end_event)
         profiler.record(self.name, self.kind, start, start + ms / 1e3, self.nbytes)
+
+
+class CommandBufferThunk:
+    """Kernels in a row, replayed as one CUDA graph (XLA's ``CommandBufferThunk``).
+
+    Launching a kernel from Python costs several microseconds of host time, more than a small
+    kernel runs: a training step of a few hundred kernels is bound by its launches. The first run
+    records the kernels' launches (and the copies before them) into a CUDA graph; later runs
+    launch the whole graph with one call. A recorded launch holds the device addresses it was
+    given, so the graph is valid only for the same buffers: the graphs are kept by the addresses
+    of every allocation the kernels touch (parameters, results, the arena), and a run with other
+    addresses records another (the ``limit`` most recent are kept). A training loop that feeds a
+    step's results back in reuses a few address sets, since freed result buffers come back from
+    the caching allocator.
+
+    When a profiler is given, the kernels run one by one, so that each is timed on its own.
+    """
+
+    kind = "command-buffer"
+
+    def __init__(self, thunks: list[GpuKernelThunk], limit: int = 8) -> None:
+        self.thunks = thunks
+        self.name = f"command_buffer[{thunks[0].name}..{thunks[-1].name}]"
+        self.allocations = sorted(set().union(*(t.allocation_indices for t in thunks)))
+        self.limit = limit
+        self.graphs: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self.recorded = 0  # how many times a graph was recorded (a test reads it)
+        self.lock = threading.Lock()
+
+    def execute(self, run: DeviceRun, profiler: Any) -> None:
+        if profiler is not None:
+            for thunk in self.thunks:
+                thunk.execute(run, profiler)
+            return
+        ctx = run.ctx
+        key = tuple(run.addresses[index] for index in self.allocations)
+        with self.lock:
+            graph = self.graphs.get(key)
+            if graph is None:
+                graph = ctx.capture(lambda stream: [t.execute(run, None, stream) for t in self.thunks])
+                self.recorded += 1
+                self.graphs[key] = graph
+                if len(self.graphs) > self.limit:
+                    ctx.destroy_graph(self.graphs.popitem(last=False)[1])
+            else:
+                self.graphs.move_to_end(key)
+            ctx.launch_graph(graph)
+
+
+def form_command_buffers(thunks: list[Any], min_size: int) -> list[Any]:
+    """Replace each run of at least ``min_size`` kernel thunks in a row by one
+    :class:`CommandBufferThunk`; host thunks (loops, branches, custom calls) stay between them.
+    ``min_size`` 0 forms none."""
+    if min_size <= 0:
+        return list(thunks)
+    result: list[Any] = []
+    run: list[GpuKernelThunk] = []
+    for thunk in [*thunks, None]:
+        if isinstance(thunk, GpuKernelThunk):
+            run.append(thunk)
+            continue
+        result += [CommandBufferThunk(run)] if len(run) >= min_size else run
+        run = []
+        if thunk is not None:
+            result.append(thunk)
+    return result
 
 
 class GpuSequence:

@@ -9,7 +9,9 @@ this module, so the rest of the backend never sees driver error codes:
 * :class:`CudaContext` -- the primary context of device 0, module loading,
   kernel launches, copies, events;
 * :class:`DeviceBuffer` -- device memory from a :class:`CachingAllocator`, given back with its owner;
-* :class:`KernelArguments` -- a launch's argument array, built once per kernel.
+* :class:`KernelArguments` -- a launch's argument array, built once per kernel;
+* CUDA graphs -- a stream's work captured once (:meth:`CudaContext.capture`) and replayed with
+  one launch (:meth:`CudaContext.launch_graph`): XLA's command buffers.
 """
 
 from __future__ import annotations
@@ -206,6 +208,8 @@ class CudaContext:
         self.make_current()
         self.stream = check(d.cuStreamCreate(0), "cuStreamCreate")
         self.allocator = CachingAllocator(d)
+        self._capture_stream: Any = None
+        self._capture_lock = threading.Lock()
         # Sort and scatter run their CPU emitters on one GPU thread, which mallocs scratch space
         # from the device heap (8 MiB by default): give it room for large arrays.
         check(d.cuCtxSetLimit(d.CUlimit.CU_LIMIT_MALLOC_HEAP_SIZE, 1 << 30), "cuCtxSetLimit")
@@ -242,9 +246,9 @@ class CudaContext:
         self.launch_with(function, grid, block, arguments, shared_bytes)
 
     def launch_with(self, function: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
-                    arguments: KernelArguments, shared_bytes: int = 0) -> None:
-        err, = self.driver.cuLaunchKernel(function, *grid, *block, shared_bytes, self.stream,
-                                          arguments.params_address, 0)
+                    arguments: KernelArguments, shared_bytes: int = 0, stream: Any = None) -> None:
+        err, = self.driver.cuLaunchKernel(function, *grid, *block, shared_bytes,
+                                          self.stream if stream is None else stream, arguments.params_address, 0)
         if err != self.driver.CUresult.CUDA_SUCCESS:
             check((err,), "cuLaunchKernel")
 
@@ -267,9 +271,44 @@ class CudaContext:
             self.synchronize()
         return array
 
-    def copy_device(self, dst: int, src: int, nbytes: int) -> None:
+    def copy_device(self, dst: int, src: int, nbytes: int, stream: Any = None) -> None:
         if nbytes:
-            check(self.driver.cuMemcpyDtoDAsync(dst, src, nbytes, self.stream), "cuMemcpyDtoD")
+            check(self.driver.cuMemcpyDtoDAsync(dst, src, nbytes, self.stream if stream is None else stream),
+                  "cuMemcpyDtoD")
+
+    # ---- CUDA graphs --------------------------------------------------------------------
+    def capture(self, issue: Any) -> Any:
+        """Record the work ``issue(stream)`` puts on a stream as a CUDA graph, without running it,
+        and return the graph made executable (``cuGraphInstantiate``).
+
+        The capture uses a stream of its own (non-blocking, so no other stream's work joins it)
+        and a lock, so that launches of other threads on the context's stream are never recorded.
+        A kernel launch's arguments are copied into the graph when it is recorded: the graph
+        replays those device addresses, so it is valid only while they hold the same buffers.
+        """
+        d = self.driver
+        with self._capture_lock:
+            if self._capture_stream is None:
+                self._capture_stream = check(d.cuStreamCreate(1), "cuStreamCreate")  # CU_STREAM_NON_BLOCKING
+            stream = self._capture_stream
+            check(d.cuStreamBeginCapture(stream, d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                  "cuStreamBeginCapture")
+            try:
+                issue(stream)
+            finally:
+                graph = check(d.cuStreamEndCapture(stream), "cuStreamEndCapture")
+            try:
+                return check(d.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+            finally:
+                check(d.cuGraphDestroy(graph), "cuGraphDestroy")
+
+    def launch_graph(self, graph_exec: Any) -> None:
+        err, = self.driver.cuGraphLaunch(graph_exec, self.stream)
+        if err != self.driver.CUresult.CUDA_SUCCESS:
+            check((err,), "cuGraphLaunch")
+
+    def destroy_graph(self, graph_exec: Any) -> None:
+        check(self.driver.cuGraphExecDestroy(graph_exec), "cuGraphExecDestroy")
 
     # ---- timing -----------------------------------------------------------------------
     def event(self) -> Any:
