@@ -155,6 +155,47 @@ ENTRY main {
     assert "topk(%x), k=2\n" in _is_fixed_point(text.replace(", largest=true", ""))
 
 
+def test_topk_reads_is_stable_as_jax_0_11_writes_it() -> None:
+    text = """HloModule m
+ENTRY main {
+  x = f32[3,8] parameter(0)
+  ROOT t = (f32[3,2], s32[3,2]) topk(x), k=2, largest=true, is_stable=true
+}"""
+    assert "topk(%x), k=2, largest=true, is_stable=true\n" in _is_fixed_point(text)
+
+
+def test_an_operand_hash_index_is_that_element_of_a_tuple() -> None:
+    """JAX 0.11's text writes a call's results as ``%c#0``, ``%c#1``: the parser makes one
+    get-tuple-element per tuple and index, placed before its first user, and the module runs as the
+    explicit form does (oracle: the same module written with get-tuple-elements)."""
+    from xla_teach.api import execute
+
+    short = """HloModule m
+f {
+  a = f32[3] parameter(0)
+  n = f32[3] negate(a)
+  ROOT t = (f32[3], f32[3]) tuple(a, n)
+}
+ENTRY main {
+  x = f32[3] parameter(0)
+  c = (f32[3], f32[3]) call(x), to_apply=f
+  s = f32[3] subtract(%c#0, %c#1)
+  ROOT m = f32[3] multiply(s, c#1)
+}"""
+    explicit = short.replace("subtract(%c#0, %c#1)", "subtract(c0, c1)").replace("multiply(s, c#1)", "multiply(s, c1)")
+    explicit = explicit.replace("  s = ", "  c0 = f32[3] get-tuple-element(c), index=0\n"
+                                          "  c1 = f32[3] get-tuple-element(c), index=1\n  s = ")
+    module = parse_hlo(short)
+    elements = [i for i in module.entry.instructions if i.opcode == "get-tuple-element"]
+    assert [i.attr("index") for i in elements] == [0, 1]
+    names = [i.name for i in module.entry.instructions]
+    assert names.index(elements[1].name) < names.index("s")
+    x = np.array([1.0, -2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(execute(short, [x], "interpreter")[0], execute(explicit, [x], "interpreter")[0])
+    with pytest.raises(HloParseError, match=r"'c#2': 'c' is \(f32\[3\]\{0\}, f32\[3\]\{0\}\), which has no tuple element 2"):
+        parse_hlo(short.replace("%c#1)", "%c#2)"))
+
+
 @pytest.mark.parametrize(
     ("literal", "shape", "expected"),
     [

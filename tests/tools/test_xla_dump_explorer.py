@@ -190,6 +190,45 @@ def test_explore_dir_on_fresh_jax_dumps_of_a_training_step_and_a_sharded_program
     assert any(p["name"] == "spmd-partitioning" or "spmd" in str(p["pipeline"]) for p in partitioned.passes)
 
 
+def test_a_stored_gpu_dump_steps_through_xlas_gpu_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """XLA's GPU dump of the training step (tests/data/xla_gpu_dump, made on an H200 by JAX 0.11.2):
+    `xla-teach explore` steps through XLA's GPU passes in the files' order, draws XLA's own buffer
+    assignment (its live-range report's peak) and puts each kernel's launch from XLA's thunk
+    sequence (grid, threads, shared memory, the CUDA graph it is recorded in) on its fusion."""
+    import tarfile
+
+    from xla_teach.tools.explorer.kernel_code import unpack
+    from xla_teach.tools.explorer.xla_memory import xla_memory
+
+    with tarfile.open(Path(__file__).parents[1] / "data" / "xla_gpu_dump" / "gpu_dump.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    dump, prefix = tmp_path / "gpu_dump", "module_0000.jit_step"
+    records, problems = xla_pass_records(dump, prefix)
+    files = sorted((int(m["n"]), m["after"], p.read_text()) for p in dump.glob(f"{prefix}.*.txt")
+                   if (m := STEP.search(p.name)))
+    steps = [(after, text) for _, after, text in files if after != "pipeline-start"]
+    assert problems == [] and len(records) > 50
+    assert [(r.pass_name, r.after) for r in records if r.pass_name != "(between pipelines)"] == steps
+    assert any(r.pass_name == "priority-fusion" and r.changed for r in records)
+    memory, missing = xla_memory(dump, prefix)
+    live = next(dump.glob(f"{prefix}.*gpu_after_optimizations-live-range.txt")).read_text()
+    assert missing == [] and memory is not None
+    peak = re.search(r"peak usage: ([\d ]+) bytes", live)[1]  # type: ignore[index]  # JAX 0.11: "85 376"
+    assert memory["peak_bytes"] == int(peak.replace(" ", ""))
+    data = xla_dump_data(dump, prefix)
+    sequence = (dump / f"{prefix}.thunk_sequence.txt").read_text()
+    launched = re.findall(r"kCustomKernel \[[^\]]*\] (\S+) grid: \[([^\]]*)\]", sequence)
+    kernels = {re.sub(r"[.-]", "_", name): name for name, i in data.instructions.items() if i.get("kernel")}
+    assert sorted(kernels) == sorted(symbol for symbol, _ in launched) and len(launched) == 10
+    code = unpack(data.code)
+    for symbol, grid in launched:
+        text = code[kernels[symbol]][0][1]
+        assert f"grid (blocks): [{grid}]" in text and "CUDA graph" in text
+    assert main(["explore", str(dump)]) == 0
+    assert (dump / f"{prefix}.xla.explorer.html").is_file() and (dump / f"{prefix}.vs_xla_teach.diff.html").is_file()
+    assert "priority-fusion" in capsys.readouterr().out  # XLA's GPU fusion pass, which xla_teach has not
+
+
 @pytest.mark.gpu
 def test_explore_dir_on_a_fresh_jax_gpu_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """On a machine where JAX has a CUDA GPU: XLA's GPU dump (every pass) of the same training

@@ -253,8 +253,9 @@ OPCODES: dict[str, OpInfo] = {
     "subtract": _binary(),
     "tan": _unary(expensive=True),
     "tanh": _unary(expensive=True),
-    "topk": OpInfo(OpKind.SORT, 1, (Attr("k", K.INT), Attr("largest", K.BOOL, True, print_default=True)),
-                   expensive=True),
+    # ``is_stable=true`` (JAX 0.11 writes it): ties keep their input order; xla_teach's topk always does.
+    "topk": OpInfo(OpKind.SORT, 1, (Attr("k", K.INT), Attr("largest", K.BOOL, True, print_default=True),
+                                    Attr("is_stable", K.BOOL, False)), expensive=True),
     "transpose": OpInfo(OpKind.DATA_MOVEMENT, 1, (_DIMS,)),
     "tuple": OpInfo(OpKind.TUPLE, None),
     "while": OpInfo(OpKind.CONTROL, 1, (

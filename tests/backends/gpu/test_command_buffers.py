@@ -18,7 +18,7 @@ from xla_teach.backends.gpu.executable import CommandBufferThunk, DeviceRun, Gpu
 from xla_teach.backends.gpu.kernel_builder import LaunchDimensions
 from xla_teach.backends.gpu.runtime import device_available
 from xla_teach.hlo.evaluator import evaluate_module
-from xla_teach.hlo.ir import HloModule
+from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.scheduling.buffer_assignment import Allocation, BufferSlice
 
 
@@ -143,7 +143,7 @@ ENTRY main {
 @pytest.mark.gpu
 @pytest.mark.skipif(not device_available(), reason="no CUDA device/driver")
 def test_graphs_give_the_interpreters_results_with_one_launch_per_run() -> None:
-    module = HloModule.parse(STEP)
+    module = parse_hlo(STEP)
     rng = np.random.default_rng(0)
     args = [rng.standard_normal((256, 128), dtype=np.float32), rng.standard_normal((128, 64), dtype=np.float32)]
     want = evaluate_module(module, args)

@@ -9,7 +9,9 @@ Grammar, informally (see ``docs/hlo-text-format.md``)::
 Details handled the way XLA's parser handles them: a missing ``ENTRY`` makes the
 last computation the entry, a missing ``ROOT`` makes the last instruction the
 root, ``%`` before names is optional, operands may carry an inline shape
-(``add(f32[] %a, f32[] %b)``), ``/*index=5*/`` comments are skipped, a shape
+(``add(f32[] %a, f32[] %b)``), an operand ``%t#1`` is element 1 of the tuple ``%t`` (newer
+XLA prints a ``call``'s results so; it becomes a ``get-tuple-element`` placed before its first
+user), ``/*index=5*/`` comments are skipped, a shape
 without a layout gets the default one, and a name used again in another
 computation is renamed with a ``.N`` suffix. Attributes xla_teach does not
 interpret are kept verbatim and printed back.
@@ -83,6 +85,7 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.cursor = Cursor(text)
         self.pending = _PendingRefs()
+        self.tuple_elements: list[HloInstruction] = []  # get-tuple-elements that `%t#i` operands made
 
     # ---- module ---------------------------------------------------------------------
     def module(self) -> HloModule:
@@ -193,6 +196,10 @@ class _Parser:
             is_root, instr = self.instruction(scope)
             if instr.name in scope:
                 raise c.error(f"instruction name '{instr.name}' is used twice in '{comp.name}'", start)
+            for element in self.tuple_elements:  # the `%t#i` operands this instruction introduced
+                element.parent = comp
+                comp.instructions.append(element)
+            self.tuple_elements = []
             scope[instr.name] = instr
             instr.parent = comp
             comp.instructions.append(instr)
@@ -298,8 +305,32 @@ class _Parser:
                 raise c.error("nested instructions as operands are not supported; name the operand", start)
             if name not in scope:
                 raise c.error(f"operand '{name}' is not defined earlier in this computation", start)
+            if c.text.startswith("#", c.pos):  # `%t#i`: element i of the tuple t
+                c.pos += 1
+                operands.append(self._tuple_element(scope, name, c.integer("a tuple index after '#'"), start))
+                continue
             operands.append(scope[name])
         return operands
+
+    def _tuple_element(self, scope: dict[str, HloInstruction], name: str, index: int,
+                       offset: int) -> HloInstruction:
+        """The ``get-tuple-element`` that ``%name#index`` stands for: one per tuple and index in a
+        computation (kept in ``scope`` under that spelling, which no instruction name can have)."""
+        key = f"{name}#{index}"
+        if key in scope:
+            return scope[key]
+        tuple_ = scope[name]
+        if not tuple_.shape.is_tuple or not 0 <= index < len(tuple_.shape.tuple_shapes):
+            raise self.cursor.error(f"operand '{key}': '{name}' is {tuple_.shape.to_text()}, which has no "
+                                    f"tuple element {index}", offset)
+        element_name = f"{name}.element{index}"
+        while element_name in scope:
+            element_name += "_"
+        element = HloInstruction("get-tuple-element", tuple_.shape.tuple_shapes[index], [tuple_], {"index": index},
+                                 element_name)
+        scope[key] = scope[element_name] = element
+        self.tuple_elements.append(element)
+        return element
 
     def _attribute(self, instr: HloInstruction) -> None:
         c = self.cursor

@@ -13,7 +13,9 @@ module before it into this one (``after_pipeline-start`` is the module as a pipe
 steps become the explorer's pass records -- the same structural diffs, before/after pictures and
 graph as for xla_teach's own compiles -- and XLA's ``*_after_optimizations.txt`` is the module
 drawn; each fusion's kernel shows the LLVM IR XLA dumped for it (``*.ir-no-opt.ll``,
-``*.ir-with-opt.ll``) and the memory view draws XLA's own buffer assignment
+``*.ir-with-opt.ll``) or, in a GPU dump, its launch from XLA's thunk sequence (``thunk_sequence.txt``:
+the kernel's grid, threads and shared memory, and the CUDA graph -- XLA's command buffer -- it
+runs in), and the memory view draws XLA's own buffer assignment
 (:mod:`~xla_teach.tools.explorer.xla_memory`). A file that cannot be read is named on the page,
 never a crash. Each step
 also says which xla_teach pass has XLA's pass's name, or that none does (:func:`bridge`), and
@@ -154,6 +156,35 @@ def _kernel_ir(folder: Path, prefix: str) -> dict[str, list[list[str]]]:
     return code
 
 
+THUNK = re.compile(r"^(?P<indent>\s*)(?P<id>\d+): (?P<kind>\w+) \[[^\]]*\]\s*(?P<kernel>\S+) "
+                   r"grid: \[(?P<grid>[^\]]*)\]"
+                   r" threads: \[(?P<threads>[^\]]*)\]\s+shared_memory: (?P<shared>\d+) bytes", re.MULTILINE)
+COMMAND_BUFFER = re.compile(r"^\s*(?P<id>\d+): kCommandBuffer", re.MULTILINE)
+
+
+def _gpu_launches(folder: Path, prefix: str, names: set[str]) -> dict[str, list[list[str]]]:
+    """Each GPU kernel's launch as XLA's thunk sequence lists it (after its thunk passes, which
+    gather kernels into command buffers, when that file is there), by the instruction it computes:
+    the sequence names a kernel by its symbol, the instruction's name with ``.`` and ``-`` as ``_``."""
+    files = [folder / f"{prefix}.thunk_sequence_after_thunk_passes.txt", folder / f"{prefix}.thunk_sequence.txt"]
+    path = next((f for f in files if f.is_file()), None)
+    if path is None:
+        return {}
+    text = path.read_text(errors="replace")
+    by_symbol = {re.sub(r"[.-]", "_", n): n for n in names}
+    buffers = [m.start() for m in COMMAND_BUFFER.finditer(text)]
+    code: dict[str, list[list[str]]] = {}
+    for m in THUNK.finditer(text):
+        name = by_symbol.get(m["kernel"], m["kernel"])
+        inside = bool(m["indent"]) and any(start < m.start() for start in buffers)
+        where = ", recorded in a CUDA graph (XLA's command buffer)" if inside else ""
+        code.setdefault(name, []).append(["launch (XLA's thunk sequence)", (
+            f"kernel {m['kernel']}: thunk {m['id']} of {path.name}, {m['kind']}{where}\n"
+            f"grid (blocks): [{m['grid']}]\nthreads per block: [{m['threads']}]\n"
+            f"shared memory: {m['shared']} bytes\n")])
+    return code
+
+
 def xla_dump_data(folder: str | Path, prefix: str, graphs: bool = True) -> ExplorerData:
     """The explorer's data for one module of an XLA dump folder: XLA's passes stepped, XLA's
     optimized module drawn, XLA's kernels' IR in the panels."""
@@ -165,6 +196,9 @@ def xla_dump_data(folder: str | Path, prefix: str, graphs: bool = True) -> Explo
     if final is not None:
         module = parse_hlo(final.read_text())
         code = _kernel_ir(folder, prefix)
+        names = {i.name for c in module.computations for i in c.instructions}
+        for kernel, sections in _gpu_launches(folder, prefix, names).items():
+            code.setdefault(kernel, []).extend(sections)
         data.instructions = instruction_table(module, _NoBuffers(), code)
         data.code = pack(code)
         data.entry = module.entry.name
