@@ -164,6 +164,34 @@ ENTRY main {
     assert "topk(%x), k=2, largest=true, is_stable=true\n" in _is_fixed_point(text)
 
 
+def test_compare_order_total_is_the_total_order_jax_0_11_sorts_by() -> None:
+    """JAX 0.11's sort comparators say ``order=TOTAL``: NaN sorts last (above +inf), -0 before +0.
+    Oracle: NumPy's sort of the same floats (which puts NaN last; -0 and +0 are equal there, so
+    the signs are checked on their own)."""
+    from xla_teach.api import execute
+
+    text = """HloModule m
+less {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT lt = pred[] compare(a, b), direction=LT, order=TOTAL
+}
+ENTRY main {
+  x = f32[6] parameter(0)
+  ROOT s = f32[6] sort(x), dimensions={0}, to_apply=less
+}"""
+    assert "direction=LT, type=TOTALORDER" in parse_hlo(text).to_text()
+    x = np.array([np.nan, 3.0, 0.0, -np.inf, -0.0, 1.0], np.float32)
+    for backend in ("interpreter", "cpu"):
+        got = execute(text, [x], backend)[0]
+        np.testing.assert_array_equal(got, np.sort(x))
+        assert list(np.signbit(got[1:3])) == [True, False]
+    with pytest.raises(HloParseError, match="contradicts type=FLOAT"):
+        parse_hlo(text.replace("order=TOTAL", "order=TOTAL, type=FLOAT"))
+    with pytest.raises(HloParseError, match="must be TOTAL or PARTIAL"):
+        parse_hlo(text.replace("order=TOTAL", "order=WEAK"))
+
+
 def test_an_operand_hash_index_is_that_element_of_a_tuple() -> None:
     """JAX 0.11's text writes a call's results as ``%c#0``, ``%c#1``: the parser makes one
     get-tuple-element per tuple and index, placed before its first user, and the module runs as the

@@ -375,8 +375,26 @@ class _Parser:
             if spec.required and spec.name not in instr.attrs:
                 raise self.cursor.error(
                     f"'{instr.name}': {instr.opcode} needs the attribute '{spec.name}'", offset)
+        if instr.opcode == "compare" and "order" in instr.raw_attrs:
+            self._comparison_order(instr, offset)
         if instr.opcode == "compare" and instr.attrs.get("type") == _default_comparison_type(instr):
             instr.attrs["type"] = None
+
+    def _comparison_order(self, instr: HloInstruction, offset: int) -> None:
+        """JAX 0.11 writes a float comparison's order as ``order=TOTAL`` (-NaN < -inf < ... < -0 <
+        +0 < ... < +NaN, XLA's ``type=TOTALORDER``) or ``order=PARTIAL`` (IEEE: NaN compares false,
+        ``type=FLOAT``); for integers both are their one order. It is read into ``type``, which is
+        what the rest of xla_teach reads (and prints)."""
+        order = instr.raw_attrs.pop("order").strip()
+        if order not in ("TOTAL", "PARTIAL"):
+            raise self.cursor.error(f"'{instr.name}': compare's order must be TOTAL or PARTIAL, not '{order}'", offset)
+        if not (instr.operands and instr.operand(0).shape.element_type.is_float):
+            return
+        implied = "TOTALORDER" if order == "TOTAL" else "FLOAT"
+        given = instr.attrs.get("type")
+        if given not in (None, implied):
+            raise self.cursor.error(f"'{instr.name}': order={order} contradicts type={given}", offset)
+        instr.attrs["type"] = implied
 
     # ---- name resolution ------------------------------------------------------------
     def _resolve_control(self, scope: dict[str, HloInstruction]) -> None:
