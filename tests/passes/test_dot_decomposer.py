@@ -66,7 +66,7 @@ def test_each_dot_becomes_a_matrix_product_with_the_same_results(name: str) -> N
 
 def test_a_transformer_step_on_the_gpu_runs_every_dot_as_a_dot_kernel() -> None:
     """A layer of a GPT-style step, as JAX writes it (3-D activations, a GELU MLP, its gradient):
-    before this pass 5 of its dots ran as loop kernels (every output element summing its own
+    before this pass all 4 of its dots ran as loop kernels (every output element summing its own
     products); now each is a tiled, register-tiled or tensor-core product."""
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
