@@ -147,7 +147,7 @@ def _float_binary(b: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value, reasso
     if opcode == "divide":
         return b.fdiv(x, y)
     if opcode == "remainder":
-        return b.frem(x, y)
+        return _fmod(b, x, y)
     if opcode == "maximum":
         return _intrinsic(b, "llvm.maximum", [x, y])
     if opcode == "minimum":
@@ -157,6 +157,21 @@ def _float_binary(b: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value, reasso
     if opcode == "atan2":
         return xmath.emit_atan2(b, x, y)
     raise NotImplementedError(f"float binary op {opcode}")
+
+
+def _fmod(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """C's ``fmod`` (XLA's ``remainder``: the sign of ``x``), with IEEE's special cases written out.
+
+    LLVM's ``frem`` is a call to libm's ``fmod`` on a CPU, which gets them right; on NVPTX it is
+    expanded as ``x - trunc(x / y) * y``, which gives +-inf for ``fmod(+-inf, y)`` (NaN is right)
+    and NaN for ``fmod(x, +-inf)`` (``x`` is right) -- found by the fuzz against XLA's GPU. That
+    expansion is also inexact when ``x / y`` needs more digits than the type has (XLA's GPU calls
+    libdevice's exact ``fmodf``): docs/xla-compatibility.md."""
+    inf = _const_like(x, float("inf"))
+    x_infinite = b.fcmp_ordered("oeq", _intrinsic(b, "llvm.fabs", [x]), inf)
+    y_infinite = b.fcmp_ordered("oeq", _intrinsic(b, "llvm.fabs", [y]), inf)
+    result = b.select(y_infinite, x, b.frem(x, y))
+    return b.select(x_infinite, _const_like(x, float("nan")), result)
 
 
 def _int_binary(b: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value, ptype: PrimitiveType) -> ir.Value:
