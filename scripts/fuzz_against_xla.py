@@ -471,7 +471,18 @@ def run_in_workers(a: argparse.Namespace, out: Path | None) -> dict[str, Any]:
                        "--seed", str(a.seed), "--backends", a.backends, "--xla-platform", a.xla_platform,
                        "--deadline", str(a.deadline)] + (["--out", str(out)] if out else []) + \
                 ([] if a.denormals else ["--no-denormals"])
-            done = subprocess.run(command, capture_output=True, text=True)
+            # Under a deadline a stretch gets the time left and 90 s more: a program that hangs
+            # (a kernel that never ends) is recorded as a hang instead of stalling the run.
+            limit = max(a.deadline - time.time(), 0) + 90 if a.deadline else None
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=limit)
+            except subprocess.TimeoutExpired as hung:
+                output = hung.stdout.decode() if isinstance(hung.stdout, bytes) else (hung.stdout or "")
+                started = [int(line.split()[1]) for line in output.splitlines() if line.startswith("program ")]
+                stuck = started[-1] if started else index
+                total["process_crashes"].append({"index": stuck, "detail": f"hang: no result {limit:.0f} s after "
+                                                 "the stretch started (its earlier programs are not counted)"})
+                break
             if result_file.is_file():
                 result = json.loads(result_file.read_text())
                 for k, v in result["counts"].items():

@@ -42,3 +42,27 @@ def test_the_comparison_flags_a_wrong_answer_and_accepts_a_right_one() -> None:
     assert fuzz.compare(program, want, [np.array([1.0, 0.0, np.inf], np.float32)]) is not None
     assert fuzz.compare(program, want, [np.array([1.0, np.nan, 3e38], np.float32)]) is not None
     assert fuzz.compare(program, want, [np.array([1.0, np.nan, np.inf], np.float64)]) is not None
+
+
+def test_stretches_side_by_side_stop_at_the_deadline_and_a_hang_is_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--jobs 2 --seconds S``: two stretches run at once and no program starts after S seconds
+    (so far fewer than ``-n`` run); a stretch whose worker never answers is recorded as a hang at
+    the last program it started (here a stand-in for the worker process that times out)."""
+    import argparse
+    import subprocess
+    import time
+
+    fuzz = _fuzzer()
+    a = argparse.Namespace(n=400, seed=7, start=0, backends="cpu", denormals=False, chunk=50, jobs=2,
+                           xla_platform="cpu", deadline=time.time() + 20)
+    result = fuzz.run_side_by_side(a, None)
+    assert 0 < result["counts"]["programs"] < 400 and result["seconds"] < 20 + 120
+    assert result["counts"]["crash"] == 0
+
+    def hangs(command, **kwargs):  # type: ignore[no-untyped-def]
+        raise subprocess.TimeoutExpired(command, kwargs["timeout"], output="program 10\nprogram 11\n")
+
+    monkeypatch.setattr(subprocess, "run", hangs)
+    a.deadline, a.start, a.n = time.time() + 1, 10, 5
+    hung = fuzz.run_in_workers(a, None)
+    assert [c["index"] for c in hung["process_crashes"]] == [11] and "hang" in hung["process_crashes"][0]["detail"]
