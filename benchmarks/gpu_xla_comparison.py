@@ -117,9 +117,21 @@ def our_kernels(loaded: Any) -> dict[str, GpuKernelThunk]:
     return found
 
 
+def compute_bound(module: Any) -> set[str]:
+    """The kernels that hold a dot or a convolution (the rest stream memory)."""
+    names = set()
+    for comp in module.computations:
+        for instr in comp.instructions:
+            inside = instr.fused_computation.instructions if instr.opcode == "fusion" else [instr]
+            if any(i.opcode in ("dot", "convolution") for i in inside):
+                names.add(instr.name)
+    return names
+
+
 def bandwidth_shares(events: list[tuple[str, float]], kernels: dict[str, GpuKernelThunk], copy_bw: float,
-                     runs: int) -> list[tuple[str, float, float]]:
-    """``(kernel, us per run, share of copy bandwidth)`` of xla_teach's memory-bound kernels of 20 us or more."""
+                     runs: int, skip: set[str]) -> list[tuple[str, float, float]]:
+    """``(kernel, us per run, share of copy bandwidth)`` of xla_teach's memory-bound kernels of 20 us or
+    more (those not in ``skip``)."""
     times: dict[str, float] = {}
     for name, us in events:
         if name in kernels:
@@ -127,7 +139,7 @@ def bandwidth_shares(events: list[tuple[str, float]], kernels: dict[str, GpuKern
     shares = []
     for name, us in times.items():
         kernel = kernels[name]
-        if us < 20 or "dot" in (kernel.launch.algorithm or "") or "dot" in name or "convolution" in name:
+        if us < 20 or name in skip:
             continue
         shares.append((name, us, kernel.nbytes / (us * 1e-6) / copy_bw))
     return sorted(shares, key=lambda s: s[2])
@@ -172,7 +184,7 @@ def measure(jax: Any, ctx: CudaContext, name: str, fn: Callable[..., Any], args:
     their_events, _ = trace_kernels(jax, theirs, TRACED_RUNS)
     our_us, our_count = per_run(our_events, TRACED_RUNS)
     their_us, their_count = per_run(their_events, TRACED_RUNS)
-    shares = bandwidth_shares(our_events, our_kernels(loaded), copy_bw, TRACED_RUNS)
+    shares = bandwidth_shares(our_events, our_kernels(loaded), copy_bw, TRACED_RUNS, compute_bound(executable.module))
     return {
         "program": name, "ours_ms": t_ours * 1e3, "ours_launched_ms": t_launched * 1e3, "xla_ms": t_xla * 1e3,
         "ours_kernel_us": our_us, "ours_kernels": our_count, "xla_kernel_us": their_us, "xla_kernels": their_count,
