@@ -10,13 +10,16 @@ rows). The expanders
 (``rng-expander``, ``topk-decomposer``, ``tuple-constant-splitter``,
 ``all-reduce-splitter``, ``conditional-to-select``) run first, as on the CPU, then
 ``stable-sort-expander``: the GPU's bitonic sort is not stable, so ties are broken by
-position (an extra ``iota`` operand) and every sort gives the interpreter's order.
+position (an extra ``iota`` operand) and every sort gives the interpreter's order; and
+``select-and-scatter-expander``: max-pooling's gradient as a reduce-window that picks each window's
+element and a parallel scatter, where the kernel of its own ran on one thread.
 """
 
 from __future__ import annotations
 
 from xla_teach.backends.llvm.elemental_emitter import emittable_fusion
 from xla_teach.passes.expanders import expanders
+from xla_teach.passes.expanders.select_and_scatter_expander import SelectAndScatterExpander
 from xla_teach.passes.expanders.stable_sort_expander import StableSortExpander
 from xla_teach.passes.fusion.fusion_rules import FusionConfig
 from xla_teach.passes.fusion.row_fusion import RowFusion
@@ -34,7 +37,8 @@ def gpu_pipeline() -> HloPassPipeline:
     """The GPU's HLO passes, in the order they run (``xla-teach opt --list-passes --platform gpu``)."""
     return HloPassPipeline("gpu-pipeline", [
         optimization([*expanders(keep_fusion=emittable_fusion),
-                      StableSortExpander()]),                   # ties of the bitonic sort broken by an iota
+                      StableSortExpander(),                     # ties of the bitonic sort broken by an iota
+                      SelectAndScatterExpander()]),             # max-pool's gradient: reduce-window + scatter
         DotDecomposer(),                                        # dots as [batch, m, k] x [batch, k, n] products
         TreeReductionRewriter(parts=1024, max_kept=1024),       # long reductions shared by many blocks
         RowFusion("gpu"),                                       # softmax, layer norm: a block per row
