@@ -229,6 +229,29 @@ def test_a_stored_gpu_dump_steps_through_xlas_gpu_passes(tmp_path: Path, capsys:
     assert "priority-fusion" in capsys.readouterr().out  # XLA's GPU fusion pass, which xla_teach has not
 
 
+@pytest.mark.slow
+def test_a_gpu_dump_s_fusion_and_kernel_launch_in_a_browser(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The stored GPU dump's page in headless Chromium (1600x1000): XLA's priority-fusion step drawn
+    before and after, and a kernel's panel shows its launch from XLA's thunk sequence."""
+    import tarfile
+
+    from xla_teach.tools.explorer.page import explorer_page
+
+    with tarfile.open(Path(__file__).parents[1] / "data" / "xla_gpu_dump" / "gpu_dump.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    path = tmp_path / "gpu.html"
+    path.write_text(explorer_page(xla_dump_data(tmp_path / "gpu_dump", "module_0000.jit_step")))
+    browser.get(path.as_uri())
+    browser.execute_script(
+        "const d = JSON.parse(document.getElementById('data').textContent);"
+        "const p = d.passes.find(p => p.name === 'priority-fusion');"
+        "document.querySelector('#pass-list li[data-index=\"' + p.index + '\"]').click()")
+    sides = browser.execute_script("return [...document.querySelectorAll('#graph > svg text.side-title')].map(t => t.textContent)")
+    assert sides == ["before priority-fusion", "after priority-fusion"]
+    browser.save_screenshot(str(tmp_path / "gpu_priority_fusion.png"))
+    assert console_errors(browser) == []
+
+
 @pytest.mark.gpu
 def test_explore_dir_on_a_fresh_jax_gpu_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """On a machine where JAX has a CUDA GPU: XLA's GPU dump (every pass) of the same training
