@@ -380,6 +380,29 @@ def expanded_cases() -> list[tuple[str, str]]:
   h = bf16[7] parameter(2)
   c = (bf16[1], s32[1]) topk(h), k=1
   ROOT t = ((f32[4,5], s32[4,5]), (s32[3,20], s32[3,20]), (bf16[1], s32[1])) tuple(a, b, c)""")),
+        # scan as JAX 0.11 writes cumsum (scan-expander: a reduce-window), and a scan whose body is
+        # no cumulative op, reversed, with an output unlike its carry (scan-expander: a while loop).
+        ("scan_cumsum_and_loop", _module("scan", """  x = f32[3,6] parameter(0)
+  zero = f32[] constant(0)
+  init = f32[3] broadcast(zero), dimensions={}
+  cs = (f32[3,6], f32[3]) scan(x, init), dimensions={1}, num_carries=1, is_associative=true, to_apply=cumsum
+  k = s32[6,2] parameter(1)
+  c0 = s32[2] parameter(2)
+  lp = (pred[6,2], s32[2]) scan(k, c0), dimensions={0}, num_carries=1, is_reverse=true, to_apply=affine
+  ROOT t = ((f32[3,6], f32[3]), (pred[6,2], s32[2])) tuple(cs, lp)""", """cumsum {
+  x_i = f32[3] parameter(0)
+  carry = f32[3] parameter(1)
+  s = f32[3] add(x_i, carry)
+  ROOT t = (f32[3], f32[3]) tuple(s, s)
+}
+affine {
+  a = s32[2] parameter(0)
+  b = s32[2] parameter(1)
+  a2 = s32[2] add(a, a)
+  next = s32[2] subtract(a2, b)
+  odd = pred[2] compare(next, b), direction=LT
+  ROOT t = (pred[2], s32[2]) tuple(odd, next)
+}""")),
         # Several rngs, one of them in a called computation: each draws from the counter where the
         # previous one stopped, in the order the interpreter runs them.
         ("rng_uniform_normal", _module("rng", """  lo = f32[] parameter(0)

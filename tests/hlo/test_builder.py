@@ -218,6 +218,10 @@ def build_everything() -> HloModule:
     outs.append(b.rng_get_and_update_state(4))
     outs.append(b.custom_call("xla_teach.identity", [x], f32(2, 3)))
     outs.append(b.while_loop(never_condition(b, x.shape), identity_branch(b, x.shape), x))
+    step = b.create_sub_builder("cumulative_sum")
+    total = step.parameter(0, f32(2), "x_i") + step.parameter(1, f32(2), "carry")
+    outs.append(b.scan([x], [b.broadcast(b.constant(np.float32(0)), (2,))], step.build_computation(
+        step.tuple([total, total])), 1, is_associative=True))
     return b.build(b.tuple(outs))
 
 

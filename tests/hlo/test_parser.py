@@ -164,6 +164,25 @@ ENTRY main {
     assert "topk(%x), k=2, largest=true, is_stable=true\n" in _is_fixed_point(text)
 
 
+def test_scan_reads_and_prints_as_jax_0_11_writes_it() -> None:
+    text = """HloModule m
+region_0.1 {
+  cumsum.3 = f32[5]{0} parameter(0)
+  cumsum.4 = f32[5]{0} parameter(1)
+  cumsum.5 = f32[5]{0} add(cumsum.3, cumsum.4)
+  ROOT tuple.1 = (f32[5]{0}, f32[5]{0}) tuple(cumsum.5, cumsum.5)
+}
+ENTRY main {
+  Arg_0.2 = f32[5,1]{1,0} parameter(0)
+  constant.1 = f32[] constant(0)
+  broadcast.1 = f32[5]{0} broadcast(constant.1), dimensions={}
+  cumsum.9 = (f32[5,1]{1,0}, f32[5]{0}) scan(Arg_0.2, broadcast.1), dimensions={1}, num_carries=1, is_associative=true, to_apply=region_0.1
+  ROOT cumsum.10 = f32[5,1]{1,0} get-tuple-element(cumsum.9), index=0
+}"""
+    assert ("scan(%Arg_0.2, %broadcast.1), dimensions={1}, num_carries=1, is_associative=true, "
+            "to_apply=%region_0.1\n") in _is_fixed_point(text)
+
+
 def test_compare_order_total_is_the_total_order_jax_0_11_sorts_by() -> None:
     """JAX 0.11's sort comparators say ``order=TOTAL``: NaN sorts last (above +inf), -0 before +0.
     Oracle: NumPy's sort of the same floats (which puts NaN last; -0 and +0 are equal there, so

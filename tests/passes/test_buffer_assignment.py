@@ -270,6 +270,30 @@ ENTRY main {
     assert not any(instr == fusion.name for instr, _ in ba.in_place)
 
 
+def test_an_elementwise_result_in_another_layout_does_not_run_in_place() -> None:
+    """``add`` reads ``s`` row-major and writes its result column-major: element (i, j) of the
+    result lands where ``s`` holds another element, not yet read. (What scan-expander writes for a
+    column-major cumulative op whose init is combined in afterwards.)"""
+    text = """
+HloModule other_layout
+lt {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=LT
+}
+ENTRY main {
+  x = f32[6,13]{1,0} parameter(0)
+  y = f32[6] parameter(1)
+  s = f32[6,13]{1,0} sort(x), dimensions={1}, to_apply=lt
+  b = f32[6,13]{1,0} broadcast(y), dimensions={0}
+  ROOT r = f32[6,13]{0,1} add(b, s)
+}
+"""
+    executable = _run_cpu(text)
+    ba = ModuleBufferAssignment(executable.module).entry
+    assert not any(op == "s" for _, op in ba.in_place)
+
+
 def test_an_operand_read_twice_through_a_bitcast_is_not_overwritten() -> None:
     """The fusion reads ``e`` directly and through ``bitcast(e)`` (transposed): writing over ``e``
     would clobber elements the transposed read still needs."""

@@ -298,6 +298,15 @@ SEMANTICS: dict[str, Semantics] = {
         computations="below_100 {\n  a = s32[] parameter(0)\n  limit = s32[] constant(100)\n"
                      "  ROOT c = pred[] compare(a, limit), direction=LT\n}\n"
                      "double {\n  a = s32[] parameter(0)\n  ROOT d = s32[] add(a, a)\n}\n")),
+    "scan": Semantics("Runs ``to_apply`` once per position i along ``dimensions={d}`` (from the end when "
+                      "``is_reverse``): on the inputs' slices at i and the carries (the last ``num_carries`` operands "
+                      "start them), it returns (outputs..., new carries...). The result is (the outputs stacked "
+                      "along d..., the final carries): ``jnp.cumsum`` is a scan whose body adds.", _module(
+        "  x = f32[4] parameter(0)\n  zero = f32[] constant(0)\n"
+        "  ROOT r = (f32[4], f32[]) scan(x, zero), dimensions={0}, num_carries=1, to_apply=running_sum",
+        ((_X, F),), "(np.cumsum(x), np.sum(x))",
+        computations="running_sum {\n  x_i = f32[] parameter(0)\n  carry = f32[] parameter(1)\n"
+                     "  s = f32[] add(x_i, carry)\n  ROOT t = (f32[], f32[]) tuple(s, s)\n}\n")),
     "opt-barrier": Semantics("Returns its operand unchanged, and no pass may move work across it.", _module(
         "  x = f32[4] parameter(0)\n  ROOT r = f32[4] opt-barrier(x)", ((_X, F),), "x")),
     "after-all": Semantics("A token that orders side effects after all of its operands."),

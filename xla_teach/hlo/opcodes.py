@@ -232,6 +232,11 @@ OPCODES: dict[str, OpInfo] = {
     "round-nearest-afz": _unary(),
     "round-nearest-even": _unary(),
     "rsqrt": _unary(expensive=True),
+    # XLA's kScan (JAX 0.11 writes cumsum/cumprod/cummax... with it): N inputs, then ``num_carries`` initial
+    # carries; ``to_apply`` maps (one slice of each input, the carries) to (outputs..., new carries...).
+    "scan": OpInfo(OpKind.CONTROL, None, (
+        _DIMS, Attr("num_carries", K.INT), Attr("is_reverse", K.BOOL, False), Attr("is_associative", K.BOOL, False),
+        _TO_APPLY), expensive=True),
     "scatter": OpInfo(OpKind.INDEXING, None, (
         Attr("update_window_dims", K.INT_LIST), Attr("inserted_window_dims", K.INT_LIST),
         Attr("scatter_dims_to_operand_dims", K.INT_LIST), Attr("input_batching_dims", K.INT_LIST, ()),
@@ -304,7 +309,7 @@ TRAITS: dict[str, tuple[str, tuple[str, ...]]] = {
                      ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
                       "collective-broadcast", "partition-id", "replica-id")),
     "control-flow": ("runs other computations as steps of the program (not fused code): a loop, a branch, a call",
-                     ("while", "conditional", "call")),
+                     ("while", "conditional", "call", "scan")),
     "not-pure": ("its result is not a function of its operands' values alone (random numbers, the device it runs "
                  "on, other devices' data, the outside world, a barrier): never folded at compile time or "
                  "hoisted out of a loop",

@@ -3,7 +3,7 @@
 The shared stages are :func:`xla_teach.passes.pipeline.optimization` and
 :func:`~xla_teach.passes.pipeline.fusion` (their order is documented there); the CPU adds the
 expanders first (``rng-expander``,
-``topk-decomposer``, ``tuple-constant-splitter``, ``all-reduce-splitter``,
+``topk-decomposer``, ``scan-expander``, ``tuple-constant-splitter``, ``all-reduce-splitter``,
 ``conditional-to-select``: ops with no kernel of their own), ``change-op-data-type``
 (f16/bf16 and mixed-type products computed in f32), ``conv-canonicalization`` (convolutions in
 the layout of the blocked im2col + BLAS kernel), ``all-reduce-combiner`` (in a module for several

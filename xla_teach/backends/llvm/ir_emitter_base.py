@@ -37,7 +37,7 @@ from xla_teach.passes.scheduling.buffer_assignment import BufferAssignment, Modu
 NO_THUNK = BUFFER_NAMING_OPCODES
 HOST_CONTROL = HOST_STEP_OPCODES
 # Opcodes without a kernel: the pipeline's expanders rewrite them (xla_teach/passes/expanders/).
-EXPANDED_BY = {"rng": "rng-expander", "topk": "topk-decomposer"}
+EXPANDED_BY = {"rng": "rng-expander", "topk": "topk-decomposer", "scan": "scan-expander"}
 
 
 Emit = Callable[[KernelContext], Any]  # writes a kernel's body; returns what the backend's plan needs

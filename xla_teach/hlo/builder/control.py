@@ -45,6 +45,27 @@ class ControlFlowMixin(BuilderBase):
                  "body": self._check_computation(body, "while", "body")}
         return self._emit("while", [init], attrs, name=name)
 
+    def scan(self, inputs: Sequence[XlaOp], inits: Sequence[XlaOp], body: HloComputation, dimension: int, *,
+             is_reverse: bool = False, is_associative: bool = False, length: int | None = None,
+             name: str | None = None) -> XlaOp:
+        """``carries = inits; for i along dimension: (outputs_i..., carries...) = body(x_i..., carries...)``
+        (``x_i``: each input without ``dimension``); returns ``(outputs stacked along dimension...,
+        final carries...)``. A scan without inputs needs its ``length``."""
+        ops = [*inputs, *inits]
+        attrs = {"dimensions": (int(dimension),), "num_carries": len(inits), "is_reverse": bool(is_reverse),
+                 "is_associative": bool(is_associative), "to_apply": self._check_computation(body, "scan", "to_apply")}
+        declared = None
+        if not inputs:
+            if length is None:
+                raise ShapeError("scan", [op.shape for op in ops], "a scan without inputs needs its length= "
+                                                                   "(the number of steps)")
+            root = body.root.shape
+            outputs = root.tuple_shapes[:len(root.tuple_shapes) - len(inits)] if root.is_tuple else ()
+            declared = Shape.make_tuple([Shape.array(o.element_type, o.dimensions[:dimension] + (int(length),)
+                                                     + o.dimensions[dimension:]) for o in outputs]
+                                        + [op.shape for op in inits])
+        return self._emit("scan", ops, attrs, name=name, declared_shape=declared)
+
     def conditional(self, predicate: XlaOp, true_operand: XlaOp, true_computation: HloComputation,
                     false_operand: XlaOp, false_computation: HloComputation, *, name: str | None = None) -> XlaOp:
         """Run ``true_computation(true_operand)`` if ``predicate`` else the false branch."""

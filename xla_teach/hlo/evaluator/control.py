@@ -4,6 +4,8 @@
 
 * ``call``/``fusion`` run the called computation; a fusion is *semantically* just a call.
 * ``while`` loops ``state = body(state)`` while ``condition(state)``.
+* ``scan`` runs ``to_apply`` once per position along its scan dimension, threading carries and
+  stacking the outputs.
 * ``conditional`` runs one branch; an out-of-range branch index runs the **last** branch.
 * ``map`` applies a scalar computation elementwise.
 * Collectives have their one-replica meaning: every group has a single member, so
@@ -100,6 +102,28 @@ def handle_while(ev: HloEvaluator, instr: HloInstruction, operands: list[Value])
     while bool(ev.call_computation(condition, [state])):
         state = ev.call_computation(body, [state])
     return state
+
+
+@register("scan")
+def handle_scan(ev: HloEvaluator, instr: HloInstruction, operands: list[Value]) -> Value:
+    """``carries = inits``; for each step ``i`` along ``dimensions={d}`` (``L-1`` down to ``0`` when
+    ``is_reverse``): ``outputs, carries = to_apply(x[..., i, ...] for each input x, *carries)``, and
+    output ``i`` is stored at position ``i`` of dimension ``d``. Returns ``(outputs..., carries...)``.
+    ``is_associative`` only allows a compiler to regroup the steps; the interpreter runs them in order."""
+    d = int(instr.attr("dimensions")[0])
+    split = len(operands) - int(instr.attr("num_carries"))
+    inputs, carries = operands[:split], list(operands[split:])
+    output_shapes = instr.shape.tuple_shapes[:len(instr.shape.tuple_shapes) - len(carries)]
+    outputs = [np.zeros(s.dimensions, s.dtype) for s in output_shapes]
+    length = inputs[0].shape[d] if inputs else output_shapes[0].dimensions[d]
+    steps = range(length - 1, -1, -1) if instr.attr("is_reverse") else range(length)
+    for i in steps:
+        at = (slice(None),) * d + (i,)  # position i of dimension d
+        results = ev.call_computation(instr.to_apply, [np.asarray(x[at]) for x in inputs] + carries)
+        for out, value in zip(outputs, results[:len(outputs)], strict=True):
+            out[at] = value
+        carries = list(results[len(outputs):])
+    return (*outputs, *carries)
 
 
 @register("conditional")

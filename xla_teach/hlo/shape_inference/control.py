@@ -3,7 +3,8 @@ and the ops whose shape is declared rather than inferred.
 
 Called computations decide these shapes: ``call``/``fusion`` give their callee's
 root shape, ``while`` gives its init shape (and checks that body and condition
-fit it), ``conditional`` gives the (common) root shape of its branches.
+fit it), ``conditional`` gives the (common) root shape of its branches, ``scan`` stacks its
+body's outputs along the scan dimension and passes its carries through.
 """
 
 from __future__ import annotations
@@ -95,6 +96,81 @@ def infer_while(ctx: OpContext) -> Shape:
     if not root_shape(ctx, body).compatible(state):
         raise ctx.fail(f"body={signature_text(body)} must return the loop state {shape_text(state)}")
     return state
+
+
+def scan_parts(ctx: OpContext) -> tuple[int, list[Shape], list[Shape]]:
+    """``(d, inputs, initial carries)`` of a ``scan``: the last ``num_carries`` operands are the
+    carries, the others the inputs; ``dimensions={d}`` names one dimension, the scan dimension."""
+    carries = ctx.int_attr("num_carries")
+    if not 0 <= carries <= len(ctx.operands):
+        raise ctx.fail(f"num_carries={carries} must be between 0 and the {len(ctx.operands)} operand(s): the "
+                       "operands are the inputs, then the initial carries")
+    dims = ctx.int_list("dimensions")
+    if len(dims) != 1:
+        raise ctx.fail(f"dimensions={{{','.join(map(str, dims))}}} must name exactly one dimension (the scan's)")
+    split = len(ctx.operands) - carries
+    inputs = [ctx.array_operand(i, "input") for i in range(split)]
+    inits = [ctx.array_operand(i, "initial carry") for i in range(split, len(ctx.operands))]
+    return dims[0], inputs, inits
+
+
+def scan_step_shapes(d: int, inputs: list[Shape]) -> list[Shape]:
+    """What ``to_apply`` gets of each input at one step: the input without dimension ``d``."""
+    return [Shape.array(s.element_type, s.dimensions[:d] + s.dimensions[d + 1:]) for s in inputs]
+
+
+def stacked(shape: Shape, d: int, length: int) -> Shape:
+    """A per-step output stacked over the scan: ``length`` inserted as dimension ``d``."""
+    return Shape.array(shape.element_type, shape.dimensions[:d] + (length,) + shape.dimensions[d:])
+
+
+def infer_scan(ctx: OpContext) -> Shape:
+    """``scan(inputs..., inits...)``: ``to_apply`` takes one slice of each input along ``dimensions={d}``
+    (that dimension removed), then the carries, and returns ``(outputs..., new carries...)``, the
+    carries keeping their shapes. The result is ``(outputs stacked along d..., final carries...)``:
+    each output with the scan's length inserted as dimension d. The length is the inputs' (all
+    equal) or, for a scan without inputs, the declared result's."""
+    d, inputs, inits = scan_parts(ctx)
+    body = ctx.computation("to_apply")
+    if body.num_parameters != len(ctx.operands):
+        raise ctx.fail(f"has {len(inputs)} input(s) and {len(inits)} carry(ies) (num_carries={len(inits)}) but "
+                       f"to_apply={signature_text(body)} takes {body.num_parameters} parameter(s), one per operand")
+    for i, s in enumerate(inputs):
+        if not 0 <= d < s.rank:
+            raise ctx.fail(f"dimensions={{{d}}} is out of range for input {i} {shape_text(s)}")
+    lengths = sorted({s.dimensions[d] for s in inputs})
+    if len(lengths) > 1:
+        raise ctx.fail(f"the inputs must have the same length along the scan dimension {d}, got "
+                       f"{shapes_text(inputs)}")
+    check_arguments(ctx, body, scan_step_shapes(d, inputs) + inits, "to_apply")
+    root = root_shape(ctx, body)
+    count = len(root.tuple_shapes) if root.is_tuple else 0
+    if not root.is_tuple or count < len(inits):
+        raise ctx.fail(f"to_apply={signature_text(body)} must return a tuple (outputs..., new carries...) "
+                       f"ending in the {len(inits)} carries")
+    outputs, carries = list(root.tuple_shapes[:count - len(inits)]), root.tuple_shapes[count - len(inits):]
+    for k, (new, init) in enumerate(zip(carries, inits, strict=True)):
+        if not new.compatible(init):
+            raise ctx.fail(f"to_apply={signature_text(body)} returns carry {k} as {shape_text(new)}, but its "
+                           f"initial value is {shape_text(init)}")
+    for k, out in enumerate(outputs):
+        if not out.is_array or out.rank < d:
+            raise ctx.fail(f"output {k} of to_apply={signature_text(body)} is {shape_text(out)}: the scan "
+                           f"dimension {d} cannot be inserted into it (an array of rank >= {d} is needed)")
+    if lengths:
+        length = lengths[0]
+    elif not outputs:
+        raise ctx.fail("needs at least one input or one output: the scan's length comes from them")
+    else:  # no inputs: the length is written on the instruction
+        declared = ctx.declared_shape
+        first = declared.tuple_shapes[0] if declared is not None and declared.is_tuple and declared.tuple_shapes \
+            else None
+        if first is None or not first.is_array or first.rank != outputs[0].rank + 1:
+            raise ctx.fail("a scan without inputs takes its length from its declared result; pass declared_shape= "
+                           f"(a tuple whose first element is output 0, {shape_text(outputs[0])}, stacked along "
+                           f"dimension {d})")
+        length = first.dimensions[d]
+    return Shape.make_tuple([stacked(out, d, length) for out in outputs] + list(inits))
 
 
 def _branches(ctx: OpContext) -> list[HloComputation]:
@@ -348,6 +424,7 @@ CONTROL_RULES: dict[str, Rule] = {
     "fusion": infer_fusion,
     "map": infer_map,
     "while": infer_while,
+    "scan": infer_scan,
     "conditional": infer_conditional,
     "opt-barrier": infer_identity,
     "collective-permute": infer_identity,

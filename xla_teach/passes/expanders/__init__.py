@@ -1,12 +1,12 @@
 """Expanders: passes that rewrite an op no code generator implements into ops that one does.
 
 Like XLA's ``xla/hlo/transforms/expanders/``, each pass here replaces one opcode by an
-equivalent group of simpler instructions (``topk`` -> ``sort`` + ``slice``, legacy ``rng``
--> ``rng-get-and-update-state`` + ``rng-bit-generator`` + conversion, a tuple ``constant`` ->
-``tuple`` of array constants, a variadic ``all-reduce`` -> one per operand, a ``conditional``
-inside a reducer -> ``select``s, an asynchronous collective's start/done pair -> the collective). They run first
-in the CPU and GPU pipelines, so
-the optimizer sees the simple ops and can fuse and simplify them like any others
+equivalent group of simpler instructions (``topk`` -> ``sort`` + ``slice``, ``scan`` ->
+``reduce-window`` or a ``while`` loop, legacy ``rng`` -> ``rng-get-and-update-state`` +
+``rng-bit-generator`` + conversion, a tuple ``constant`` -> ``tuple`` of array constants, a
+variadic ``all-reduce`` -> one per operand, a ``conditional`` inside a reducer -> ``select``s, an
+asynchronous collective's start/done pair -> the collective). They run first in the CPU and GPU
+pipelines, so the optimizer sees the simple ops and can fuse and simplify them like any others
 (:func:`expanders` lists them in order).
 """
 
@@ -19,6 +19,7 @@ from xla_teach.passes.expanders.all_reduce_splitter import AllReduceSplitter
 from xla_teach.passes.expanders.async_collective_to_sync import AsyncCollectiveToSync
 from xla_teach.passes.expanders.conditional_to_select import ConditionalToSelect
 from xla_teach.passes.expanders.rng_expander import RngExpander
+from xla_teach.passes.expanders.scan_expander import ScanExpander
 from xla_teach.passes.expanders.topk_custom_call_rewriter import TopkCustomCallRewriter
 from xla_teach.passes.expanders.topk_decomposer import TopkDecomposer
 from xla_teach.passes.expanders.tuple_constant_splitter import TupleConstantSplitter
@@ -36,9 +37,10 @@ def expanders(keep_fusion: Callable[[HloInstruction], bool] | None = None,
     First of all: ``rng-expander`` orders the ``rng`` draws (control edges) as the
     interpreter runs them, which no pass may have changed yet (see its docstring)."""
     return [Defuser(keep_fusion), RngExpander(), TopkCustomCallRewriter(), TopkDecomposer(decompose_topk),
-            TupleConstantSplitter(), AsyncCollectiveToSync(), AllReduceSplitter(), ConditionalToSelect()]
+            ScanExpander(), TupleConstantSplitter(), AsyncCollectiveToSync(), AllReduceSplitter(),
+            ConditionalToSelect()]
 
 
-__all__ = ["AllReduceSplitter", "AsyncCollectiveToSync", "ConditionalToSelect", "RngExpander", "TopkCustomCallRewriter",
-           "TopkDecomposer",
+__all__ = ["AllReduceSplitter", "AsyncCollectiveToSync", "ConditionalToSelect", "RngExpander", "ScanExpander",
+           "TopkCustomCallRewriter", "TopkDecomposer",
            "TupleConstantSplitter", "expanders"]

@@ -130,6 +130,9 @@ class SelectAndScatterExpander(HloPass):
         result = scattered
         if shape.rank != 1:
             result = add_instruction(comp, "reshape", [scattered], result_dims=list(shape.dimensions))
+        for new in {flat_positions, positions, none, picks, picked, indices, flat_source, base, scattered, result}:
+            if new is not source:
+                new.metadata = sas.metadata  # max-pool's gradient keeps JAX's op_name and source line
         self.note(f"{sas.name}: reduce-window picks one of {math.prod(w.size for w in sas.attr('window').dimensions)} "
                   f"positions per window, then a scatter of {updates} source values")
         name = sas.name

@@ -73,6 +73,7 @@ def _canonical_operand(comp: HloComputation, dot: HloInstruction, side: int) -> 
     order = batch + (free + contracting if contracting_last else contracting + free)
     if order != list(range(operand.shape.rank)):
         operand = add_instruction(comp, "transpose", [operand], {"dimensions": tuple(order)})
+        operand.metadata = dot.metadata  # the dot's op_name and source line: the work is the dot's
     dims = operand.shape.dimensions
     sizes = [dims[i] for i in range(len(batch))]
     free_size = math.prod(dot.operand(side).shape.dimensions[d] for d in free)
@@ -81,6 +82,7 @@ def _canonical_operand(comp: HloComputation, dot: HloInstruction, side: int) -> 
     sizes += (tail + [contracting_size]) if contracting_last else ([contracting_size] + tail)
     if list(sizes) != list(operand.shape.dimensions):
         operand = add_instruction(comp, "reshape", [operand], result_dims=sizes)
+        operand.metadata = dot.metadata
     return operand, contracting_last
 
 
@@ -117,6 +119,7 @@ class DotDecomposer(HloPass):
         result = product
         if list(product.shape.dimensions) != list(dot.shape.dimensions):
             result = add_instruction(comp, "reshape", [product], result_dims=list(dot.shape.dimensions))
+            result.metadata = dot.metadata
         name = dot.name
         comp.replace_instruction(dot, result)
         result.name = name  # the dot's users read the same name (it was removed, so the name is free)

@@ -41,6 +41,8 @@ def can_run_in_place(instr: HloInstruction, operand_index: int) -> bool:
     op = instr.operand(operand_index)
     if instr.shape.is_tuple or op.shape.is_tuple or instr.shape.byte_size() != op.shape.byte_size():
         return False
+    if instr.shape.minor_to_major() != op.shape.minor_to_major():
+        return False  # element i is elsewhere in the other layout: writing it would clobber one not yet read
     if dot_addend_parameter(instr) == operand_index:
         return True
     if instr.opcode in ("dynamic-update-slice", "scatter"):
@@ -64,7 +66,8 @@ def can_write_output_in_place(instr: HloInstruction, operand_index: int, output_
         return output_index == () and can_run_in_place(instr, operand_index)
     op, out = instr.operand(operand_index), instr.shape.subshape(output_index)
     if (instr.opcode != "fusion" or instr.fusion_kind != "kLoop" or len(output_index) != 1 or op.shape.is_tuple
-            or instr.fused_computation.root.opcode != "tuple" or out.byte_size() != op.shape.byte_size()):
+            or instr.fused_computation.root.opcode != "tuple" or out.byte_size() != op.shape.byte_size()
+            or out.minor_to_major() != op.shape.minor_to_major()):
         return False
     return _elementwise_up_to_root(instr, operand_index, out.dimensions)
 
