@@ -80,16 +80,26 @@ def _abort_on_uncaught_errors(comm: Any) -> None:
     others would otherwise wait for this one in their next collective forever."""
     previous, previous_thread = sys.excepthook, threading.excepthook
 
-    def stop_all() -> None:
-        sys.stderr.write(f"[xla_teach] process {comm.Get_rank()} failed: stopping all {comm.Get_size()} processes\n")
+    def say(error: BaseException | None) -> None:
+        # One line first, before the traceback: mpiexec forwards a process's output as it comes,
+        # and MPI_Abort may end the forwarding before a long traceback is through.
+        what = f" ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})" if error else ""
+        sys.stderr.write(f"[xla_teach] process {comm.Get_rank()} failed{what}: stopping all "
+                         f"{comm.Get_size()} processes\n")
         sys.stderr.flush()
+
+    def stop_all() -> None:
+        sys.stderr.flush()
+        time.sleep(0.5)  # let mpiexec forward what was printed before every process is stopped
         comm.Abort(1)
 
     def hook(kind: type[BaseException], error: BaseException, tb: Any) -> None:
+        say(error)
         previous(kind, error, tb)
         stop_all()
 
     def thread_hook(args: threading.ExceptHookArgs) -> None:
+        say(args.exc_value)
         previous_thread(args)
         stop_all()
 
