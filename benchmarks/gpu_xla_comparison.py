@@ -128,6 +128,17 @@ def compute_bound(module: Any) -> set[str]:
     return names
 
 
+def top_kernels(events: list[tuple[str, float]], runs: int, count: int = 8) -> list[list[Any]]:
+    """The ``count`` kernels that take the most GPU time per run: ``[name, us per run, launches per run]``."""
+    totals: dict[str, list[float]] = {}
+    for name, us in events:
+        entry = totals.setdefault(name, [0.0, 0.0])
+        entry[0] += us / runs
+        entry[1] += 1 / runs
+    ranked = sorted(totals.items(), key=lambda item: -item[1][0])[:count]
+    return [[name[:80], round(us, 1), round(launches, 2)] for name, (us, launches) in ranked]
+
+
 def bandwidth_shares(events: list[tuple[str, float]], kernels: dict[str, GpuKernelThunk], copy_bw: float,
                      runs: int, skip: set[str]) -> list[tuple[str, float, float]]:
     """``(kernel, us per run, share of copy bandwidth)`` of xla_teach's memory-bound kernels of 20 us or
@@ -192,6 +203,8 @@ def measure(jax: Any, ctx: CudaContext, name: str, fn: Callable[..., Any], args:
         "max_rel_diff": max_difference(ours_out, theirs_out), "compile_s": compile_s, "xla_compile_s": xla_compile_s,
         "bandwidth": [{"kernel": k, "us": round(us, 1), "share": round(share, 3)} for k, us, share in shares],
         "trace_lines": sorted(set(lines)),
+        "top_kernels": {"xla_teach": top_kernels(our_events, TRACED_RUNS),
+                        "xla": top_kernels(their_events, TRACED_RUNS)},
     }
 
 
