@@ -214,3 +214,27 @@ def test_expm1_is_correctly_rounded_where_the_result_is_minus_one_plus_a_little(
     got = fn(x)
     np.testing.assert_array_equal(got, np.expm1(x.astype(np.float64)).astype(np.float32))
     assert got[-1] == np.float32(-0.99999994)
+
+
+@pytest.mark.parametrize(("dtype", "itype"), [(np.float32, np.uint32), (np.float64, np.uint64)])
+def test_fmod_is_exact_bit_for_bit(dtype: type, itype: type) -> None:
+    """The GPU's fmod (``emit_fmod``: long division on the mantissas) against C's (NumPy's), run
+    here on the CPU: random bit patterns (denormals, huge quotients, NaNs and infinities among
+    them), every pair of special values, and large dividends over small divisors."""
+    import warnings
+
+    rng = np.random.default_rng(1)
+    info = np.finfo(dtype)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 3.0, 5.5, 1e30, info.tiny, info.tiny / 3,
+                        -info.tiny / 7, info.max, info.smallest_subnormal], dtype)
+    xs, ys = np.meshgrid(special, special)
+    x = np.concatenate([rng.integers(0, np.iinfo(itype).max, 20000, dtype=itype).view(dtype), xs.ravel(),
+                        (rng.standard_normal(500) * 1e6).astype(dtype)])
+    y = np.concatenate([rng.integers(0, np.iinfo(itype).max, 20000, dtype=itype).view(dtype), ys.ravel(),
+                        rng.standard_normal(500).astype(dtype)])
+    got = jit_map(xmath.emit_fmod, dtype, 2)(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.fmod(x, y)
+    same = (got.view(itype) == want.view(itype)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), (x[~same][:4], y[~same][:4], got[~same][:4], want[~same][:4])

@@ -160,18 +160,19 @@ def _float_binary(b: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value, reasso
 
 
 def _fmod(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    """C's ``fmod`` (XLA's ``remainder``: the sign of ``x``), with IEEE's special cases written out.
+    """C's ``fmod`` (XLA's ``remainder``: the sign of ``x``).
 
-    LLVM's ``frem`` is a call to libm's ``fmod`` on a CPU, which gets them right; on NVPTX it is
-    expanded as ``x - trunc(x / y) * y``, which gives +-inf for ``fmod(+-inf, y)`` (NaN is right)
-    and NaN for ``fmod(x, +-inf)`` (``x`` is right) -- found by the fuzz against XLA's GPU. That
-    expansion is also inexact when ``x / y`` needs more digits than the type has (XLA's GPU calls
-    libdevice's exact ``fmodf``): docs/xla-compatibility.md."""
-    inf = _const_like(x, float("inf"))
-    x_infinite = b.fcmp_ordered("oeq", _intrinsic(b, "llvm.fabs", [x]), inf)
-    y_infinite = b.fcmp_ordered("oeq", _intrinsic(b, "llvm.fabs", [y]), inf)
-    result = b.select(y_infinite, x, b.frem(x, y))
-    return b.select(x_infinite, _const_like(x, float("nan")), result)
+    LLVM's ``frem`` is a call to libm's ``fmod`` on a CPU, which is exact. On NVPTX LLVM expands
+    it as ``x - trunc(x / y) * y``: +-inf for ``fmod(+-inf, y)`` (NaN is right), NaN for
+    ``fmod(x, +-inf)`` (``x`` is right), and wrong digits once ``x / y`` needs more than the type
+    has -- found by the fuzz against XLA's GPU, whose ``fmodf`` (libdevice's) is exact. For the GPU,
+    :func:`~xla_teach.backends.llvm.math.emit_fmod` computes it exactly instead."""
+    if "nvptx" not in str(b.module.triple) or isinstance(x.type, ir.VectorType):
+        return b.frem(x, y)
+    if isinstance(x.type, ir.HalfType):  # exact in f32, and fmod's result is representable in f16
+        wide = ir.FloatType()
+        return b.fptrunc(xmath.emit_fmod(b, b.fpext(x, wide), b.fpext(y, wide)), x.type)
+    return xmath.emit_fmod(b, x, y)
 
 
 def _int_binary(b: ir.IRBuilder, opcode: str, x: ir.Value, y: ir.Value, ptype: PrimitiveType) -> ir.Value:

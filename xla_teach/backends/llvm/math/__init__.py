@@ -2,7 +2,7 @@
 
 Why not call the C library?  Because the same emitted IR must run on the CPU *and* on an NVIDIA
 GPU (where there is no libm), and because a call to ``expf`` stops LLVM from vectorising the loop
-around it.  Every function here is straight-line code -- range reduction, a minimax polynomial,
+around it.  Every function here but ``fmod`` is straight-line code -- range reduction, a minimax polynomial,
 reconstruction and ``select``-ed special cases -- using only the intrinsics both targets lower
 natively (``fma``, ``fabs``, ``sqrt``, ``floor``, ``trunc``, ``roundeven``, ``copysign``,
 ``minnum``/``maxnum``).  f32 and f64 have their own coefficient tables
@@ -16,11 +16,13 @@ double): at most a few ulp everywhere, exact special cases (±0, ±inf, NaN) as 
 from xla_teach.backends.llvm.math.common import emit_is_finite, emit_round_half_away, emit_round_half_even
 from xla_teach.backends.llvm.math.exp_log import emit_exp, emit_exp2, emit_expm1, emit_log, emit_log1p
 from xla_teach.backends.llvm.math.power import emit_cbrt, emit_pow, emit_rsqrt, emit_sqrt
+from xla_teach.backends.llvm.math.remainder import emit_fmod
 from xla_teach.backends.llvm.math.special import emit_erf, emit_logistic, emit_tanh
 from xla_teach.backends.llvm.math.trig import emit_atan2, emit_cos, emit_sin, emit_tan
 
 __all__ = [
-    "emit_atan2", "emit_cbrt", "emit_cos", "emit_erf", "emit_exp", "emit_exp2", "emit_expm1", "emit_is_finite",
+    "emit_atan2", "emit_cbrt", "emit_cos", "emit_erf", "emit_exp", "emit_exp2", "emit_expm1", "emit_fmod",
+    "emit_is_finite",
     "emit_log", "emit_log1p", "emit_logistic", "emit_pow", "emit_round_half_away", "emit_round_half_even",
     "emit_rsqrt", "emit_sin", "emit_sqrt", "emit_tan", "emit_tanh",
 ]
