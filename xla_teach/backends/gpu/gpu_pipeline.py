@@ -4,7 +4,8 @@ GPU differences from the CPU pipeline: ``divide`` and ``rsqrt`` count as cheap
 (single instructions), so fusion may duplicate them; the tree-reduction
 rewriter splits very long reductions so that many blocks share them; ``row-fusion`` makes
 softmax and layer norm one kernel (a block per row); dots stay
-emitted kernels (a tiled shared-memory kernel, no vendor library), and ``dot_decomposer`` first
+emitted kernels (a tiled shared-memory kernel, no vendor library), convolutions become products of
+their patches (``convolution-im2col``), and ``dot_decomposer`` first
 makes every dot one the kernels take (``x @ W`` on 3-D activations: one product of the merged
 rows). The expanders
 (``rng-expander``, ``topk-decomposer``, ``tuple-constant-splitter``,
@@ -23,6 +24,7 @@ from xla_teach.passes.expanders.select_and_scatter_expander import SelectAndScat
 from xla_teach.passes.expanders.stable_sort_expander import StableSortExpander
 from xla_teach.passes.fusion.fusion_rules import FusionConfig
 from xla_teach.passes.fusion.row_fusion import RowFusion
+from xla_teach.passes.lowering.convolution_im2col import ConvolutionIm2col
 from xla_teach.passes.lowering.dot_decomposer import DotDecomposer
 from xla_teach.passes.lowering.reshape_to_bitcast import ReshapeToBitcast
 from xla_teach.passes.lowering.tree_reduction_rewriter import TreeReductionRewriter
@@ -39,6 +41,7 @@ def gpu_pipeline() -> HloPassPipeline:
         optimization([*expanders(keep_fusion=emittable_fusion),
                       StableSortExpander(),                     # ties of the bitonic sort broken by an iota
                       SelectAndScatterExpander()]),             # max-pool's gradient: reduce-window + scatter
+        ConvolutionIm2col(),                                    # convolutions as products of their patches
         DotDecomposer(),                                        # dots as [batch, m, k] x [batch, k, n] products
         TreeReductionRewriter(parts=1024, max_kept=1024),       # long reductions shared by many blocks
         RowFusion("gpu"),                                       # softmax, layer norm: a block per row
