@@ -107,7 +107,7 @@ def our_kernels(loaded: Any) -> dict[str, GpuKernelThunk]:
             for kernel in thunk.thunks if isinstance(thunk, CommandBufferThunk) else [thunk]:
                 if isinstance(kernel, GpuKernelThunk):
                     found[kernel.name] = kernel
-            for attr in ("body", "condition", "computation", "branches"):
+            for attr in ("body", "condition", "callee", "branches"):  # the host thunks' nested sequences
                 nested = getattr(thunk, attr, None)
                 for seq in nested if isinstance(nested, list) else [nested]:
                     if seq is not None and hasattr(seq, "thunks"):
