@@ -148,9 +148,9 @@ if has_step notebooks; then
   pids+=($!)
 fi
 if has_step fuzz; then
-  run_step fuzz $(( ${GPU_CHECK_FUZZ_SECONDS:-200} + 90 )) "$PY" scripts/fuzz_against_xla.py -n 20000 --seed 30 \
-    --xla-platform gpu --backends gpu --jobs "${GPU_CHECK_FUZZ_JOBS:-10}" --chunk 200 \
-    --seconds "${GPU_CHECK_FUZZ_SECONDS:-200}" --out "$OUTDIR/fuzz_findings" &
+  run_step fuzz $(( ${GPU_CHECK_FUZZ_SECONDS:-240} + 90 )) "$PY" scripts/fuzz_against_xla.py -n 20000 --seed 30 \
+    --xla-platform gpu --backends gpu --jobs "${GPU_CHECK_FUZZ_JOBS:-12}" --chunk 200 \
+    --seconds "${GPU_CHECK_FUZZ_SECONDS:-240}" --out "$OUTDIR/fuzz_findings" &
   pids+=($!)
 fi
 for pid in "${pids[@]}"; do wait "$pid"; done
