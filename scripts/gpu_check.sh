@@ -13,7 +13,7 @@
 #   racecheck  compute-sanitizer --tool racecheck over the kernels that use shared memory
 #   notebooks  the tutorial notebooks' GPU cells (their sources run as scripts)
 #   fuzz       scripts/fuzz_against_xla.py against XLA's GPU backend: as many random programs as
-#              GPU_CHECK_FUZZ_SECONDS (default 200) allows, GPU_CHECK_FUZZ_JOBS (default 10) at once;
+#              GPU_CHECK_FUZZ_SECONDS (default 240) allows, GPU_CHECK_FUZZ_JOBS (default 12) at once;
 #              findings in OUTDIR/fuzz_findings
 #   compare    benchmarks/gpu_xla_comparison.py: every program of xla_comparison.py (model-scale
 #              steps included) against XLA's GPU compiler, wall clock and CUPTI kernel times, CUDA
