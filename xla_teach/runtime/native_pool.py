@@ -13,9 +13,10 @@ llvmlite compiles once, so a whole split runs without touching the interpreter:
   they flush denormals exactly when the caller does);
 * the workers are threads that Python starts once, each spending its life inside
   ``xla_teach_pool_worker`` (a native call, so they never hold the interpreter lock). A worker
-  waits for the ``generation`` counter to change: first by re-reading it a few thousand times
-  (a kernel sequence publishes its next task within microseconds), then asleep in the Linux
-  ``futex`` system call, which the caller's ``futex(WAKE)`` ends;
+  waits for the ``generation`` counter to change: first by re-reading it (``SPIN`` times, a
+  fraction of a millisecond: a kernel sequence publishes its next task within microseconds, and a
+  loop body's next split kernel within a few hundred), then asleep in the Linux ``futex`` system
+  call, which the caller's ``futex(WAKE)`` ends;
 * ``xla_teach_parallel_for`` (called from Python through ctypes) publishes a task, wakes the
   workers and then **claims parts itself** like any worker. Parts are claimed one at a time from
   a 64-bit word ``generation << 32 | parts left`` by compare-and-swap, so a part runs exactly
@@ -72,7 +73,12 @@ define internal void @write_control(i64 %value) {
 """, 98, 178),
 }
 
-SPIN = 1 << 14  # re-reads of a counter before sleeping in the kernel
+# Re-reads of the counter before a worker sleeps. A sleeping worker wakes tens of microseconds
+# after futex(WAKE) -- later than a short part takes, so the caller computes every part alone.
+# At 2^14 re-reads the workers slept between the LSTM step's 32-row products and the caller did
+# them alone (57 ms a step); at 2^18 they are awake for the next one (45 ms; XLA's, 43-49 ms).
+# XLA's Eigen pool spins before sleeping too.
+SPIN = 1 << 18
 
 # The pool's one global: the fields' indices are named in the IR's comments.
 _POOL_IR = """
