@@ -148,7 +148,7 @@ if has_step notebooks; then
   pids+=($!)
 fi
 if has_step fuzz; then
-  run_step fuzz $(( ${GPU_CHECK_FUZZ_SECONDS:-240} + 90 )) "$PY" scripts/fuzz_against_xla.py -n 20000 --seed 30 \
+  run_step fuzz $(( ${GPU_CHECK_FUZZ_SECONDS:-240} + 150 )) "$PY" scripts/fuzz_against_xla.py -n 20000 --seed 30 \
     --xla-platform gpu --backends gpu --jobs "${GPU_CHECK_FUZZ_JOBS:-12}" --chunk 200 \
     --seconds "${GPU_CHECK_FUZZ_SECONDS:-240}" --out "$OUTDIR/fuzz_findings" &
   pids+=($!)
