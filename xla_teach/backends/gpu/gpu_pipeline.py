@@ -26,6 +26,7 @@ from xla_teach.passes.fusion.fusion_rules import FusionConfig
 from xla_teach.passes.fusion.row_fusion import RowFusion
 from xla_teach.passes.lowering.convolution_im2col import ConvolutionIm2col
 from xla_teach.passes.lowering.dot_decomposer import DotDecomposer
+from xla_teach.passes.lowering.reduce_window_rewriter import ReduceWindowRewriter
 from xla_teach.passes.lowering.reshape_to_bitcast import ReshapeToBitcast
 from xla_teach.passes.lowering.tree_reduction_rewriter import TreeReductionRewriter
 from xla_teach.passes.pass_base import HloPassPipeline
@@ -43,6 +44,7 @@ def gpu_pipeline() -> HloPassPipeline:
                       SelectAndScatterExpander()]),             # max-pool's gradient: reduce-window + scatter
         ConvolutionIm2col(),                                    # convolutions as products of their patches
         DotDecomposer(),                                        # dots as [batch, m, k] x [batch, k, n] products
+        ReduceWindowRewriter(),                                 # cumsum in log2(n) passes, not n^2 / 2 adds
         TreeReductionRewriter(parts=1024, max_kept=1024),       # long reductions shared by many blocks
         RowFusion("gpu"),                                       # softmax, layer norm: a block per row
         fusion(GPU_FUSION),                                     # divide and rsqrt count as cheap here
