@@ -113,6 +113,14 @@ def is_identity_permutation(perm: Sequence[int]) -> bool:
     return tuple(perm) == tuple(range(len(perm)))
 
 
+def transposed(comp: HloComputation, instr: HloInstruction, order: Sequence[int]) -> HloInstruction:
+    """``instr`` with its dimensions in ``order`` (a ``transpose`` added to ``comp``), or ``instr``
+    itself when ``order`` is the identity."""
+    if is_identity_permutation(order):
+        return instr
+    return add_instruction(comp, "transpose", [instr], {"dimensions": tuple(order)})
+
+
 def add_callee(caller: HloComputation, callee: HloComputation) -> HloComputation:
     """Adopt ``callee`` into ``caller``'s module, placed just before ``caller``: the module keeps
     its computations callee-before-caller."""

@@ -45,15 +45,9 @@ from xla_teach.hlo.attributes import PaddingDim, SliceDim
 from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.passes.fusion.instruction_fusion import fusible_computations
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import add_constant, add_instruction
+from xla_teach.passes.rewrite_utils import add_constant, add_instruction, transposed
 
 MAX_WINDOW = 32  # window positions: the patches take this many times the input's memory
-
-
-def _transposed(comp: HloComputation, instr: HloInstruction, order: list[int]) -> HloInstruction:
-    if order == list(range(len(order))):
-        return instr
-    return add_instruction(comp, "transpose", [instr], {"dimensions": tuple(order)})
 
 
 class ConvolutionIm2col(HloPass):
@@ -93,7 +87,7 @@ class ConvolutionIm2col(HloPass):
         k = len(window)
         added: list[HloInstruction] = []
         # Input as [batch, spatial..., feature], padded and dilated as the window says.
-        x = _transposed(comp, lhs, [dn.input_batch_dimension, *dn.input_spatial_dimensions,
+        x = transposed(comp, lhs, [dn.input_batch_dimension, *dn.input_spatial_dimensions,
                                     dn.input_feature_dimension])
         added.append(x)
         if any(w.padding_low or w.padding_high or w.base_dilation > 1 for w in window):
@@ -116,7 +110,7 @@ class ConvolutionIm2col(HloPass):
                                                                       {"dimensions": (k + 1,)}, name="patches")
         added += slices + [patches]
         # Kernel as [window positions * input features, output features], window reversal undone.
-        kernel = _transposed(comp, rhs, [*dn.kernel_spatial_dimensions, dn.kernel_input_feature_dimension,
+        kernel = transposed(comp, rhs, [*dn.kernel_spatial_dimensions, dn.kernel_input_feature_dimension,
                                          dn.kernel_output_feature_dimension])
         added.append(kernel)
         reversed_dims = tuple(d for d, w in enumerate(window) if w.window_reversal)
@@ -138,7 +132,7 @@ class ConvolutionIm2col(HloPass):
         order[dn.output_feature_dimension] = k + 1
         for d, out_dim in enumerate(dn.output_spatial_dimensions):
             order[out_dim] = d + 1
-        result = _transposed(comp, product, order)
+        result = transposed(comp, product, order)
         added.append(result)
         for new in added:
             if new.parent is comp and new not in (lhs, rhs):

@@ -39,7 +39,7 @@ from xla_teach.hlo.ir import HloComputation, HloInstruction, HloModule
 from xla_teach.hlo.shape import Shape
 from xla_teach.passes.fusion.instruction_fusion import fusible_computations
 from xla_teach.passes.pass_base import HloPass
-from xla_teach.passes.rewrite_utils import add_instruction
+from xla_teach.passes.rewrite_utils import add_instruction, transposed
 
 
 def _groups(dot: HloInstruction, side: int) -> tuple[list[int], list[int], list[int]]:
@@ -71,8 +71,8 @@ def _canonical_operand(comp: HloComputation, dot: HloInstruction, side: int) -> 
     contracting_last = batch + free + contracting == list(range(operand.shape.rank)) or \
         batch + contracting + free != list(range(operand.shape.rank))
     order = batch + (free + contracting if contracting_last else contracting + free)
-    if order != list(range(operand.shape.rank)):
-        operand = add_instruction(comp, "transpose", [operand], {"dimensions": tuple(order)})
+    if (moved := transposed(comp, operand, order)) is not operand:
+        operand = moved
         operand.metadata = dot.metadata  # the dot's op_name and source line: the work is the dot's
     dims = operand.shape.dimensions
     sizes = [dims[i] for i in range(len(batch))]

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from xla_teach.backends.llvm.kernel_support import ptx_name
 from xla_teach.hlo.text.parser import parse_hlo
 from xla_teach.passes.pass_base import PassRecord
 from xla_teach.tools.explorer.kernel_code import pack
@@ -165,13 +166,13 @@ COMMAND_BUFFER = re.compile(r"^\s*(?P<id>\d+): kCommandBuffer", re.MULTILINE)
 def _gpu_launches(folder: Path, prefix: str, names: set[str]) -> dict[str, list[list[str]]]:
     """Each GPU kernel's launch as XLA's thunk sequence lists it (after its thunk passes, which
     gather kernels into command buffers, when that file is there), by the instruction it computes:
-    the sequence names a kernel by its symbol, the instruction's name with ``.`` and ``-`` as ``_``."""
+    the sequence names a kernel by its PTX symbol (:func:`ptx_name`: ``fusion.27`` is ``fusion_27``)."""
     files = [folder / f"{prefix}.thunk_sequence_after_thunk_passes.txt", folder / f"{prefix}.thunk_sequence.txt"]
     path = next((f for f in files if f.is_file()), None)
     if path is None:
         return {}
     text = path.read_text(errors="replace")
-    by_symbol = {re.sub(r"[.-]", "_", n): n for n in names}
+    by_symbol = {ptx_name(n): n for n in names}
     buffers = [m.start() for m in COMMAND_BUFFER.finditer(text)]
     code: dict[str, list[list[str]]] = {}
     for m in THUNK.finditer(text):
